@@ -1,0 +1,30 @@
+//! The conformance suite for tenferro `TransferProvider` implementations:
+//! built-in providers and routes, the fixed suite, the self-test of
+//! deliberately broken providers, and the reports the CLI prints.
+//!
+//! The moving parts (rig, spy, oracle, rules) live in
+//! [`tenferro_transfer_harness`]; simulated devices and broken providers in
+//! [`tenferro_mock_devices`]. Both are re-exported.
+//!
+//! # Examples
+//!
+//! ```
+//! use tenferro_transfer_conformance::{run_fixed_suite, BUILTIN_PROVIDERS};
+//! use tenferro_tensor::DType;
+//!
+//! let report = run_fixed_suite(&BUILTIN_PROVIDERS, &[DType::F64], false);
+//! assert!(!report.failed(), "{}", report.to_table());
+//! ```
+
+mod builtin;
+mod report;
+pub mod selftest;
+mod shapes;
+mod suite;
+
+pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
+pub use report::{CaseResult, Report, RowHead, Summary, Verdict, ViolationRow};
+pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
+pub use suite::{all_dtypes, run_fixed_suite};
+pub use tenferro_mock_devices as mock_devices;
+pub use tenferro_transfer_harness as harness;

@@ -1,0 +1,149 @@
+//! `transfer-conformance`: runs the conformance suite against the built-in
+//! providers and prints the report.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use tenferro_transfer_conformance::harness::Rule;
+use tenferro_transfer_conformance::{
+    BUILTIN_PROVIDERS, BuiltinProvider, all_dtypes, builtin_provider, run_fixed_suite, selftest,
+};
+
+/// Conformance suite for tenferro TransferProvider implementations.
+///
+/// With no subcommand, runs every built-in provider on its route over all
+/// seven dtypes and the fixed shapes, prints the report, and exits non-zero
+/// if any case fails.
+#[derive(Debug, Parser)]
+#[command(name = "transfer-conformance", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
+    format: Format,
+    /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host.
+    #[arg(long = "provider", value_name = "NAME", global = true)]
+    providers: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the suite (the default).
+    Run,
+    /// List the rule catalogue.
+    Rules,
+    /// Run every deliberately broken provider and print the kill matrix.
+    SelfTest,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Format {
+    /// Aligned text.
+    Table,
+    /// JSON.
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let providers = match select(&cli.providers) {
+        Ok(providers) => providers,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command.unwrap_or(Command::Run) {
+        Command::Run => {
+            let report = run_fixed_suite(&providers, &all_dtypes(), true);
+            let text = match cli.format {
+                Format::Table => Ok(report.to_table()),
+                Format::Json => report.to_json(),
+            };
+            finish(text, report.failed())
+        }
+        Command::Rules => {
+            print!("{}", rules_text(cli.format));
+            ExitCode::SUCCESS
+        }
+        Command::SelfTest => {
+            let report = selftest::run(&providers);
+            let text = match cli.format {
+                Format::Table => Ok(report.to_table()),
+                Format::Json => report.to_json(),
+            };
+            finish(text, !report.passed())
+        }
+    }
+}
+
+fn finish(text: Result<String, serde_json::Error>, failed: bool) -> ExitCode {
+    match text {
+        Ok(text) => {
+            println!("{text}");
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(error) => {
+            eprintln!("error: cannot render the report: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn select(names: &[String]) -> Result<Vec<BuiltinProvider>, String> {
+    if names.is_empty() {
+        return Ok(BUILTIN_PROVIDERS.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            builtin_provider(name).copied().ok_or_else(|| {
+                let known: Vec<&str> = BUILTIN_PROVIDERS
+                    .iter()
+                    .map(|provider| provider.name)
+                    .collect();
+                format!(
+                    "unknown provider `{name}`; known providers: {}",
+                    known.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+fn rules_text(format: Format) -> String {
+    match format {
+        Format::Json => {
+            let rules: Vec<serde_json::Value> = Rule::ALL
+                .into_iter()
+                .map(|rule| {
+                    serde_json::json!({
+                        "id": rule.id(),
+                        "statement": rule.statement(),
+                        "origin": rule.origin(),
+                        "method": rule.method(),
+                    })
+                })
+                .collect();
+            format!("{:#}\n", serde_json::Value::Array(rules))
+        }
+        Format::Table => {
+            let mut out = String::new();
+            for rule in Rule::ALL {
+                out.push_str(&format!(
+                    "{}\n    rule:   {}\n    origin: {}\n    check:  {}\n",
+                    rule.id(),
+                    rule.statement(),
+                    rule.origin(),
+                    rule.method()
+                ));
+            }
+            out
+        }
+    }
+}

@@ -1,0 +1,533 @@
+//! The self-test: every deliberately broken provider on every route, dtype
+//! and fixed shape where its fault applies, the kill matrix of which rules
+//! caught it, and the reference providers, which must show no violation.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde::Serialize;
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_mock_devices::{Element, PRESET_DTYPES, with_element};
+use tenferro_runtime::TransferProvider;
+use tenferro_tensor::DType;
+use tenferro_transfer_harness::{
+    Case, Filler, Judgement, Layout, Oracle, PlacementRule, Rig, Route, Rule, StorageRule,
+};
+
+use crate::{BuiltinProvider, fixed_shapes};
+
+/// A broken provider of the self-test: its faults, the rules that must
+/// catch it, and where its fault applies.
+#[derive(Clone, Debug)]
+pub struct BrokenSpec {
+    /// The faults injected.
+    pub faults: Vec<Fault>,
+    /// Exactly the rules that must fire.
+    pub expected: Vec<Rule>,
+    applies: fn(&Case, &Route) -> bool,
+}
+
+impl BrokenSpec {
+    fn new(faults: Vec<Fault>, expected: Vec<Rule>, applies: fn(&Case, &Route) -> bool) -> Self {
+        Self {
+            faults,
+            expected,
+            applies,
+        }
+    }
+
+    /// The broken provider's name: its faults joined by `+`.
+    pub fn name(&self) -> String {
+        self.faults
+            .iter()
+            .map(|fault| fault.name())
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+
+    /// Whether the fault changes anything observable for `case` on `route`.
+    pub fn applies(&self, case: &Case, route: &Route) -> bool {
+        (self.applies)(case, route)
+    }
+}
+
+fn always(_: &Case, _: &Route) -> bool {
+    true
+}
+
+fn device_destination(_: &Case, route: &Route) -> bool {
+    matches!(
+        route.destination().placement_rule(),
+        PlacementRule::Device(_)
+    )
+}
+
+fn non_host_destination(_: &Case, route: &Route) -> bool {
+    route.destination().placement_rule() != PlacementRule::Host
+}
+
+fn domain_destination(_: &Case, route: &Route) -> bool {
+    matches!(
+        route.destination().storage_rule(),
+        StorageRule::Domain { .. }
+    )
+}
+
+fn non_empty(case: &Case, _: &Route) -> bool {
+    !case.is_empty()
+}
+
+fn asymmetric_shape(case: &Case, _: &Route) -> bool {
+    case.shape().iter().rev().copied().collect::<Vec<_>>() != case.shape()
+}
+
+/// Every float image (complex parts separately) of the case, as bits.
+fn float_parts(case: &Case) -> Vec<u64> {
+    let part = match case.dtype() {
+        DType::F32 | DType::C32 => 4,
+        DType::F64 | DType::C64 => 8,
+        _ => return Vec::new(),
+    };
+    case.values()
+        .chunks_exact(part)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .rev()
+                .fold(0_u64, |bits, &byte| (bits << 8) | u64::from(byte))
+        })
+        .collect()
+}
+
+fn has_payload_nan(case: &Case, _: &Route) -> bool {
+    let (canonical, exponent, mantissa) = match case.dtype() {
+        DType::F32 | DType::C32 => (
+            u64::from(f32::NAN.to_bits()),
+            0x7f80_0000_u64,
+            0x007f_ffff_u64,
+        ),
+        DType::F64 | DType::C64 => (
+            f64::NAN.to_bits(),
+            0x7ff0_0000_0000_0000,
+            0x000f_ffff_ffff_ffff,
+        ),
+        _ => return false,
+    };
+    float_parts(case)
+        .into_iter()
+        .any(|bits| bits & exponent == exponent && bits & mantissa != 0 && bits != canonical)
+}
+
+fn has_negative_zero(case: &Case, _: &Route) -> bool {
+    let negative_zero = match case.dtype() {
+        DType::F32 | DType::C32 => 0x8000_0000,
+        DType::F64 | DType::C64 => 0x8000_0000_0000_0000,
+        _ => return false,
+    };
+    float_parts(case).contains(&negative_zero)
+}
+
+fn has_two_distinct(case: &Case, _: &Route) -> bool {
+    let Some(width) = tenferro_mock_devices::element_width(case.dtype()) else {
+        return false;
+    };
+    let mut elements = case.values().chunks_exact(width);
+    let first = elements.next();
+    elements.any(|element| Some(element) != first)
+}
+
+fn misread_differs(case: &Case, ignore_strides: bool) -> bool {
+    let Layout::View(spec) = case.layout() else {
+        return false;
+    };
+    fn misread<T: Element + Filler>(
+        case: &Case,
+        spec: &tenferro_transfer_harness::ViewSpec,
+        ignore_strides: bool,
+    ) -> bool {
+        let backing = case.backing_values::<T>();
+        let correct = case.typed_values::<T>();
+        let shape = case.shape();
+        let (strides, offset) = if ignore_strides {
+            let mut strides = Vec::new();
+            let mut stride = 1_isize;
+            for &extent in shape {
+                strides.push(stride);
+                stride *= extent as isize;
+            }
+            (strides, spec.offset())
+        } else {
+            (spec.strides(), 0)
+        };
+        let mut index = vec![0_usize; shape.len()];
+        correct.iter().any(|value| {
+            let position = offset
+                + index
+                    .iter()
+                    .zip(&strides)
+                    .map(|(&i, &s)| i as isize * s)
+                    .sum::<isize>();
+            for axis in 0..shape.len() {
+                index[axis] += 1;
+                if index[axis] < shape[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+            let read = usize::try_from(position)
+                .ok()
+                .and_then(|p| backing.get(p))
+                .unwrap_or(value);
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            T::extend_bytes(std::slice::from_ref(value), &mut want);
+            T::extend_bytes(std::slice::from_ref(read), &mut got);
+            want != got
+        })
+    }
+    with_element!(case.dtype(), T => misread::<T>(case, spec, ignore_strides), external => false)
+}
+
+fn strides_matter(case: &Case, _: &Route) -> bool {
+    misread_differs(case, true)
+}
+
+fn offset_matters(case: &Case, _: &Route) -> bool {
+    misread_differs(case, false)
+}
+
+/// The self-test's broken providers: at least one per rule the built-in
+/// routes can break, and two with two faults at once.
+pub fn catalogue() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
+        BrokenSpec::new(vec![F::WrongDtype], vec![R::Dtype], always),
+        BrokenSpec::new(vec![F::RankChanged], vec![R::Shape], always),
+        BrokenSpec::new(vec![F::DimsPermuted], vec![R::Shape], asymmetric_shape),
+        BrokenSpec::new(
+            vec![F::LyingLength],
+            vec![R::BufferLength],
+            domain_destination,
+        ),
+        BrokenSpec::new(
+            vec![F::HostPlacement],
+            vec![R::Placement],
+            non_host_destination,
+        ),
+        BrokenSpec::new(
+            vec![F::WrongOrdinal],
+            vec![R::Placement],
+            device_destination,
+        ),
+        BrokenSpec::new(vec![F::ForeignDomain], vec![R::Residency], always),
+        BrokenSpec::new(vec![F::WrongFamily], vec![R::Residency], domain_destination),
+        BrokenSpec::new(vec![F::OneUlp], vec![R::Values], non_empty),
+        BrokenSpec::new(vec![F::CanonicalNan], vec![R::Values], has_payload_nan),
+        BrokenSpec::new(
+            vec![F::NegativeZeroLost],
+            vec![R::Values],
+            has_negative_zero,
+        ),
+        BrokenSpec::new(vec![F::Swapped], vec![R::Values], has_two_distinct),
+        BrokenSpec::new(vec![F::IgnoreStrides], vec![R::Values], strides_matter),
+        BrokenSpec::new(vec![F::IgnoreOffset], vec![R::Values], offset_matters),
+        BrokenSpec::new(vec![F::ErrOnValid], vec![R::NoError], always),
+        BrokenSpec::new(vec![F::Panic], vec![R::NoPanic], always),
+        BrokenSpec::new(
+            vec![F::WrongDtype, F::HostPlacement],
+            vec![R::Dtype, R::Placement],
+            non_host_destination,
+        ),
+        BrokenSpec::new(
+            vec![F::OneUlp, F::ForeignDomain],
+            vec![R::Residency, R::Values],
+            non_empty,
+        ),
+    ]
+}
+
+/// One row of the kill matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProviderRow {
+    /// Provider name (`reference:<builtin>` for the reference providers).
+    pub name: String,
+    /// Rules that must fire on every applicable case.
+    pub expected_rules: Vec<Rule>,
+    /// Rules that fired on at least one case.
+    pub caught_rules: Vec<Rule>,
+    /// Applicable cases run.
+    pub cases: usize,
+    /// Cases where an expected rule did not fire.
+    pub missed: usize,
+    /// Cases where an unexpected rule fired.
+    pub false_alarms: usize,
+    /// The first few misses and false alarms, for diagnosis.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+/// The self-test's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct SelfTestReport {
+    /// One row per broken provider, then one per reference provider.
+    pub providers: Vec<ProviderRow>,
+    /// Cases on which the oracle and the runtime disagreed.
+    pub disagreements: usize,
+}
+
+impl SelfTestReport {
+    /// Whether every broken provider was caught by exactly its rules on
+    /// every applicable case, every reference provider was clean, and the
+    /// oracle never disagreed with the runtime.
+    pub fn passed(&self) -> bool {
+        self.disagreements == 0
+            && self
+                .providers
+                .iter()
+                .all(|row| row.missed == 0 && row.false_alarms == 0 && row.cases > 0)
+    }
+
+    /// The report as pretty JSON.
+    ///
+    /// # Errors
+    ///
+    /// Returns serde_json's error if serialisation fails.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
+    }
+
+    /// The kill matrix as text: one column per rule, `x` where the rule is
+    /// expected and fired, `!` where it fired unexpectedly, `-` where an
+    /// expected rule never fired.
+    pub fn to_table(&self) -> String {
+        let rules: Vec<Rule> = Rule::ALL.to_vec();
+        let name_width = self
+            .providers
+            .iter()
+            .map(|row| row.name.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        let mut out = format!("{:<name_width$}", "provider");
+        for rule in &rules {
+            let _ = write!(out, " {:>3}", abbreviation(*rule));
+        }
+        out.push_str("  cases missed false-alarms\n");
+        for row in &self.providers {
+            let _ = write!(out, "{:<name_width$}", row.name);
+            for rule in &rules {
+                let expected = row.expected_rules.contains(rule);
+                let caught = row.caught_rules.contains(rule);
+                let mark = match (expected, caught) {
+                    (true, true) => "x",
+                    (true, false) => "-",
+                    (false, true) => "!",
+                    (false, false) => ".",
+                };
+                let _ = write!(out, " {mark:>3}");
+            }
+            let _ = writeln!(
+                out,
+                "  {:>5} {:>6} {:>12}",
+                row.cases, row.missed, row.false_alarms
+            );
+            for example in &row.examples {
+                let _ = writeln!(out, "    {example}");
+            }
+        }
+        out.push_str("\ncolumns: ");
+        out.push_str(
+            &rules
+                .iter()
+                .map(|rule| format!("{}={}", abbreviation(*rule), rule.id()))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        let _ = writeln!(
+            out,
+            "\ndisagreements with the runtime: {}",
+            self.disagreements
+        );
+        let _ = writeln!(
+            out,
+            "self-test: {}",
+            if self.passed() { "PASS" } else { "FAIL" }
+        );
+        out
+    }
+}
+
+fn abbreviation(rule: Rule) -> &'static str {
+    match rule {
+        Rule::Dtype => "dt",
+        Rule::Shape => "sh",
+        Rule::BufferLength => "bl",
+        Rule::Placement => "pl",
+        Rule::Residency => "rs",
+        Rule::Completion => "cm",
+        Rule::Values => "va",
+        Rule::NoError => "ne",
+        Rule::NoPanic => "np",
+        Rule::Deadline => "dl",
+        Rule::NoLeak => "lk",
+        _ => "ra",
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    caught: BTreeSet<Rule>,
+    cases: usize,
+    missed: usize,
+    false_alarms: usize,
+    examples: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, expected: &[Rule], judgement: &Judgement, context: &str) -> bool {
+        self.cases += 1;
+        let fired = judgement.rules();
+        self.caught.extend(fired.iter().copied());
+        let missed: Vec<Rule> = expected
+            .iter()
+            .copied()
+            .filter(|rule| !fired.contains(rule))
+            .collect();
+        let extra: Vec<&tenferro_transfer_harness::Violation> = judgement
+            .violations
+            .iter()
+            .filter(|violation| !expected.contains(&violation.rule))
+            .collect();
+        if !missed.is_empty() {
+            self.missed += 1;
+            if self.examples.len() < 3 {
+                let names: Vec<&str> = missed.iter().map(|rule| rule.id()).collect();
+                self.examples
+                    .push(format!("missed {} on {context}", names.join(", ")));
+            }
+        }
+        if !extra.is_empty() {
+            self.false_alarms += 1;
+            if self.examples.len() < 3 {
+                self.examples.push(format!(
+                    "false alarm {}: {} on {context}",
+                    extra[0].rule, extra[0].message
+                ));
+            }
+        }
+        fired.contains(&Rule::RuntimeAgreement)
+    }
+
+    fn row(self, name: String, expected: Vec<Rule>) -> ProviderRow {
+        ProviderRow {
+            name,
+            expected_rules: expected,
+            caught_rules: self.caught.into_iter().collect(),
+            cases: self.cases,
+            missed: self.missed,
+            false_alarms: self.false_alarms,
+            examples: self.examples,
+        }
+    }
+}
+
+/// Run one provider on one route over every dtype and fixed shape (the
+/// large one excepted) that `applies` admits.
+fn exercise(
+    route: &Route,
+    provider: Arc<dyn TransferProvider>,
+    expected: &[Rule],
+    applies: &dyn Fn(&Case, &Route) -> bool,
+    tally: &mut Tally,
+    disagreements: &mut usize,
+) {
+    let mut rig = match Rig::new(route.clone(), provider) {
+        Ok(rig) => rig,
+        Err(error) => {
+            tally.cases += 1;
+            tally.missed += 1;
+            tally.examples.push(format!(
+                "route {} could not be built: {error}",
+                route.label()
+            ));
+            return;
+        }
+    };
+    for dtype in PRESET_DTYPES {
+        for shape in fixed_shapes(false) {
+            let Ok(case) = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) else {
+                continue;
+            };
+            if !applies(&case, route) {
+                continue;
+            }
+            let context = format!("{} {dtype:?} {}", route.label(), shape.name);
+            match rig.run(&case) {
+                Ok(outcome) => {
+                    if tally.record(expected, &Oracle.judge(&case, route, &outcome), &context) {
+                        *disagreements += 1;
+                    }
+                }
+                Err(error) => {
+                    tally.cases += 1;
+                    tally.missed += 1;
+                    if tally.examples.len() < 3 {
+                        tally
+                            .examples
+                            .push(format!("could not run {context}: {error}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Run the self-test on the routes of `providers`.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::{builtin_provider, selftest};
+///
+/// let report = selftest::run(&[*builtin_provider("sim-peer").unwrap()]);
+/// assert!(report.passed(), "{}", report.to_table());
+/// ```
+pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
+    let mut disagreements = 0;
+    let mut rows = Vec::new();
+    let routes: Vec<(BuiltinProvider, Route)> = providers
+        .iter()
+        .filter_map(|provider| provider.route().ok().map(|route| (*provider, route)))
+        .collect();
+    for spec in catalogue() {
+        let mut tally = Tally::default();
+        for (provider, route) in &routes {
+            let Ok(inner) = provider.provider(route) else {
+                continue;
+            };
+            let broken = Arc::new(Broken::new(inner, spec.faults.clone()));
+            exercise(
+                route,
+                broken,
+                &spec.expected,
+                &|case, route| spec.applies(case, route),
+                &mut tally,
+                &mut disagreements,
+            );
+        }
+        rows.push(tally.row(spec.name(), spec.expected.clone()));
+    }
+    for (provider, route) in &routes {
+        let mut tally = Tally::default();
+        match provider.provider(route) {
+            Ok(inner) => exercise(route, inner, &[], &always, &mut tally, &mut disagreements),
+            Err(error) => tally.examples.push(error.to_string()),
+        }
+        rows.push(tally.row(format!("reference:{}", provider.name), Vec::new()));
+    }
+    SelfTestReport {
+        providers: rows,
+        disagreements,
+    }
+}

@@ -1,0 +1,48 @@
+//! The rig that runs a tenferro `TransferProvider` through the real
+//! `Runtime`, the Spy that watches it, and the Oracle that judges it.
+//!
+//! A [`Case`] is staged on the source of a [`Route`]; a [`Rig`] runs it
+//! through a runtime whose only plan moves the input through the provider
+//! under test, wrapped in a [`Spy`]; the [`Outcome`] holds the runtime's
+//! verdict and the Spy's record; the [`Oracle`] checks every [`Rule`] on
+//! its own and returns every [`Violation`].
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tenferro_mock_devices::SimDownload;
+//! use tenferro_transfer_harness::{Case, Endpoint, Oracle, Rig, Route};
+//! use tenferro_tensor::DType;
+//!
+//! let route = Route::sim_to_host().unwrap();
+//! let Endpoint::Sim(device) = route.source().clone() else { unreachable!() };
+//! let mut rig = Rig::new(route.clone(), Arc::new(SimDownload::new(device))).unwrap();
+//! let case = Case::patterned(DType::C64, vec![3, 5], tenferro_transfer_harness::Layout::Owned).unwrap();
+//! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
+//! ```
+
+mod case;
+mod error;
+mod host;
+mod oracle;
+mod outcome;
+mod rig;
+mod route;
+mod rule;
+mod spy;
+mod stage;
+
+pub use case::{Case, Filler, Layout, ViewAxis, ViewSpec};
+pub use error::HarnessError;
+pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
+pub use oracle::{Judgement, Oracle, Unchecked, Violation};
+pub use outcome::{ContractVariant, Outcome, RuntimeOutput, RuntimeVerdict};
+pub use rig::Rig;
+pub use route::{
+    CPU_STORAGE_CLASS, Endpoint, HOST_PROVIDER_ID, HostEndpoint, PlacementRule, Route, StorageRule,
+};
+pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
+pub use spy::{
+    ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, panic_message, source_chain,
+};

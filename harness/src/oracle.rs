@@ -1,0 +1,340 @@
+//! `Oracle`: judges every rule from the Spy's record, independently of the
+//! runtime, and reports every violation at once.
+
+use serde::Serialize;
+use tenferro_mock_devices::{Element, element_width, with_element};
+use tenferro_tensor::DType;
+
+use crate::{
+    Case, Outcome, ProviderResult, RUNTIME_ORDER, ReturnedTensor, Route, Rule, RuntimeVerdict,
+};
+
+/// One broken rule, with a message precise enough to act on.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+pub struct Violation {
+    /// The rule broken.
+    pub rule: Rule,
+    /// What was wrong.
+    pub message: String,
+}
+
+/// A rule the oracle could not judge on this case, and why. Never a pass.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+pub struct Unchecked {
+    /// The rule.
+    pub rule: Rule,
+    /// Why it was not checked.
+    pub reason: String,
+}
+
+/// The oracle's judgement of one case.
+#[derive(Clone, Debug, Default, Eq, PartialEq, Serialize)]
+pub struct Judgement {
+    /// Every rule broken, in catalogue order.
+    pub violations: Vec<Violation>,
+    /// Rules not judged on this case.
+    pub unchecked: Vec<Unchecked>,
+}
+
+impl Judgement {
+    /// Whether no rule was broken.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The rules broken, in catalogue order, without repeats.
+    pub fn rules(&self) -> Vec<Rule> {
+        let mut rules: Vec<Rule> = self
+            .violations
+            .iter()
+            .map(|violation| violation.rule)
+            .collect();
+        rules.sort();
+        rules.dedup();
+        rules
+    }
+
+    fn violate(&mut self, rule: Rule, message: String) {
+        self.violations.push(Violation { rule, message });
+    }
+
+    fn skip(&mut self, rule: Rule, reason: &str) {
+        self.unchecked.push(Unchecked {
+            rule,
+            reason: reason.to_owned(),
+        });
+    }
+}
+
+/// Rules whose checks arrive with the asynchronous simulated devices.
+const NOT_YET_CHECKABLE: [Rule; 3] = [Rule::Completion, Rule::Deadline, Rule::NoLeak];
+const NOT_YET_REASON: &str = "not yet checkable: needs the asynchronous simulated devices";
+
+/// Judges outcomes.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_mock_devices::SimUpload;
+/// use tenferro_transfer_harness::{Case, Endpoint, Oracle, Rig, Route};
+///
+/// let route = Route::host_to_sim().unwrap();
+/// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+/// let mut rig = Rig::new(route.clone(), Arc::new(SimUpload::new(device))).unwrap();
+/// let case = Case::from_values(vec![2], vec![f64::NAN, -0.0]).unwrap();
+/// let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
+/// assert!(judgement.passed(), "{judgement:?}");
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Oracle;
+
+impl Oracle {
+    /// Judge one case's outcome on `route`.
+    pub fn judge(&self, case: &Case, route: &Route, outcome: &Outcome) -> Judgement {
+        let mut judgement = Judgement::default();
+        let Some(call) = outcome.call() else {
+            judgement.violate(
+                Rule::RuntimeAgreement,
+                format!(
+                    "the runtime called the provider {} times for one transfer, expected once",
+                    outcome.calls.len()
+                ),
+            );
+            return judgement;
+        };
+        match &call.result {
+            ProviderResult::Panicked { message } => {
+                judgement.violate(Rule::NoPanic, format!("the provider panicked: {message}"));
+                for rule in [
+                    Rule::Dtype,
+                    Rule::Shape,
+                    Rule::BufferLength,
+                    Rule::Placement,
+                    Rule::Residency,
+                    Rule::Values,
+                ] {
+                    judgement.skip(rule, "the provider panicked, so there is no output");
+                }
+            }
+            ProviderResult::Failed { message, chain } => {
+                let mut text = format!(
+                    "the provider returned Err for a case inside its capabilities: {message}"
+                );
+                for source in chain {
+                    text.push_str(&format!("\n  caused by: {source}"));
+                }
+                judgement.violate(Rule::NoError, text);
+                for rule in [
+                    Rule::Dtype,
+                    Rule::Shape,
+                    Rule::BufferLength,
+                    Rule::Placement,
+                    Rule::Residency,
+                    Rule::Values,
+                ] {
+                    judgement.skip(rule, "the provider returned Err, so there is no output");
+                }
+            }
+            ProviderResult::Returned(returned) => {
+                check_output(case, route, returned, &mut judgement)
+            }
+        }
+        for rule in NOT_YET_CHECKABLE {
+            judgement.skip(rule, NOT_YET_REASON);
+        }
+        check_agreement(&outcome.runtime, &mut judgement);
+        judgement.violations.sort_by_key(|violation| violation.rule);
+        judgement
+    }
+}
+
+fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement: &mut Judgement) {
+    let destination = route.destination();
+    if returned.dtype != case.dtype() {
+        judgement.violate(
+            Rule::Dtype,
+            format!(
+                "output dtype is {:?}, the input's is {:?}",
+                returned.dtype,
+                case.dtype()
+            ),
+        );
+    }
+    if returned.shape != case.shape() {
+        judgement.violate(
+            Rule::Shape,
+            format!(
+                "output shape is {:?}, the input's is {:?}",
+                returned.shape,
+                case.shape()
+            ),
+        );
+    }
+    if returned.buffer_len != case.len() {
+        judgement.violate(
+            Rule::BufferLength,
+            format!(
+                "output buffer reports {} elements, the shape {:?} holds {}",
+                returned.buffer_len,
+                case.shape(),
+                case.len()
+            ),
+        );
+    }
+    let placement = destination.placement_rule();
+    if !placement.accepts(&returned.placement) {
+        judgement.violate(
+            Rule::Placement,
+            format!(
+                "output placement is {:?}, destination {} requires {placement}",
+                returned.placement,
+                destination.name()
+            ),
+        );
+    }
+    let storage = destination.storage_rule();
+    if !storage.accepts(returned.backend_family, returned.allocation_domain) {
+        judgement.violate(
+            Rule::Residency,
+            format!(
+                "output storage is backend family {:?} in {:?}, destination {} requires {storage}",
+                returned.backend_family,
+                returned.allocation_domain,
+                destination.name()
+            ),
+        );
+    }
+    // Values are compared element by element, which presupposes the
+    // element type and count; a wrong dtype or length is already reported.
+    if returned.dtype != case.dtype() || returned.buffer_len != case.len() {
+        judgement.skip(
+            Rule::Values,
+            "dtype or buffer length is wrong, so elements cannot be paired",
+        );
+        return;
+    }
+    match &returned.bytes {
+        Err(reason) => judgement.violate(
+            Rule::Values,
+            format!("the output buffer could not be read: {reason}"),
+        ),
+        Ok(bytes) => {
+            if let Some(message) = compare_values(case, bytes) {
+                judgement.violate(Rule::Values, message);
+            }
+        }
+    }
+}
+
+fn check_agreement(runtime: &RuntimeVerdict, judgement: &mut Judgement) {
+    let first = RUNTIME_ORDER.into_iter().find(|rule| {
+        judgement
+            .violations
+            .iter()
+            .any(|violation| violation.rule == *rule)
+    });
+    let disagreement = match (runtime, first) {
+        (RuntimeVerdict::ContractError { variant, message, .. }, Some(rule)) => (rule.runtime_variant().as_ref() != Some(variant))
+            .then(|| format!("the runtime rejected the output with {variant} ({message}), the oracle's first runtime-checked violation is {rule}")),
+        (RuntimeVerdict::ContractError { variant, message, .. }, None) => Some(format!(
+            "the runtime rejected the output with {variant} ({message}), the oracle found no runtime-checked violation"
+        )),
+        (RuntimeVerdict::Accepted(_), Some(rule)) => {
+            Some(format!("the runtime accepted the output, the oracle found a {rule} violation"))
+        }
+        (RuntimeVerdict::Other { message, .. }, None)
+            if !judgement.violations.iter().any(|violation| matches!(violation.rule, Rule::NoError | Rule::NoPanic)) =>
+        {
+            Some(format!("the oracle found no runtime-checked violation, yet the run failed: {message}"))
+        }
+        _ => None,
+    };
+    if let Some(message) = disagreement {
+        judgement.violate(Rule::RuntimeAgreement, message);
+    }
+}
+
+/// Compare the output image with the case's, element by element.
+fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
+    let width = element_width(case.dtype())?;
+    let expected = case.values();
+    if actual.len() != expected.len() {
+        return Some(format!(
+            "the output image holds {} bytes, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    if actual == expected {
+        return None;
+    }
+    let wrong: Vec<usize> = expected
+        .chunks_exact(width)
+        .zip(actual.chunks_exact(width))
+        .enumerate()
+        .filter_map(|(index, (want, got))| (want != got).then_some(index))
+        .collect();
+    let (&first, &last) = (wrong.first()?, wrong.last()?);
+    let describe = |index: usize| {
+        let element =
+            |image: &[u8], at: usize| render(case.dtype(), &image[at * width..(at + 1) * width]);
+        let before = (index > 0)
+            .then(|| format!("[{}] {} ", index - 1, element(actual, index - 1)))
+            .unwrap_or_default();
+        let after = (index + 1 < case.len())
+            .then(|| format!(" [{}] {}", index + 1, element(actual, index + 1)))
+            .unwrap_or_default();
+        format!(
+            "at {:?} (element {index}): expected {}, actual {}; context: {before}>[{index}] {}<{after}",
+            unravel(index, case.shape()),
+            element(expected, index),
+            element(actual, index),
+            element(actual, index),
+        )
+    };
+    let mut message = format!(
+        "{} of {} elements differ; first {}",
+        wrong.len(),
+        case.len(),
+        describe(first)
+    );
+    if last != first {
+        message.push_str(&format!("; last {}", describe(last)));
+    }
+    Some(message)
+}
+
+/// Column-major multi-index of element `index` in `shape`.
+fn unravel(mut index: usize, shape: &[usize]) -> Vec<usize> {
+    shape
+        .iter()
+        .map(|&extent| {
+            let coordinate = index % extent.max(1);
+            index /= extent.max(1);
+            coordinate
+        })
+        .collect()
+}
+
+/// `decimal (hex)` of one element image.
+fn render(dtype: DType, image: &[u8]) -> String {
+    let decimal = with_element!(dtype, T => T::from_bytes(image).first().map(|value| format!("{value:?}")).unwrap_or_default(),
+        external => String::new());
+    let hex = match dtype {
+        DType::C32 | DType::C64 => {
+            let (re, im) = image.split_at(image.len() / 2);
+            format!("0x{}:0x{}", hex_le(re), hex_le(im))
+        }
+        _ => format!("0x{}", hex_le(image)),
+    };
+    format!("{decimal} ({hex})")
+}
+
+fn hex_le(image: &[u8]) -> String {
+    image
+        .iter()
+        .rev()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}

@@ -1,0 +1,184 @@
+//! `Outcome`: what one case did: the runtime's verdict and the Spy's record.
+
+use std::fmt;
+
+use serde::Serialize;
+use tenferro_runtime::{EventDomainId, TransferProviderContractError};
+use tenferro_tensor::DType;
+
+use crate::spy::source_chain;
+use crate::{ProviderResult, SpyRecord};
+
+/// The runtime's own contract check that fired, by
+/// `TransferProviderContractError` variant.
+#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ContractVariant {
+    /// `DTypeMismatch`.
+    DTypeMismatch,
+    /// `ShapeMismatch`.
+    ShapeMismatch,
+    /// `InvalidBufferLength`.
+    InvalidBufferLength,
+    /// `DestinationPlacementMismatch`.
+    DestinationPlacementMismatch,
+    /// `DestinationResidencyMismatch`.
+    DestinationResidencyMismatch,
+    /// `LogicalElementCount`.
+    LogicalElementCount,
+    /// A variant this harness does not know yet (tenferro grew one).
+    Unknown(String),
+}
+
+impl ContractVariant {
+    /// Classify a runtime contract error.
+    pub fn of(error: &TransferProviderContractError) -> Self {
+        match error {
+            TransferProviderContractError::DTypeMismatch { .. } => Self::DTypeMismatch,
+            TransferProviderContractError::ShapeMismatch { .. } => Self::ShapeMismatch,
+            TransferProviderContractError::InvalidBufferLength { .. } => Self::InvalidBufferLength,
+            TransferProviderContractError::DestinationPlacementMismatch { .. } => {
+                Self::DestinationPlacementMismatch
+            }
+            TransferProviderContractError::DestinationResidencyMismatch { .. } => {
+                Self::DestinationResidencyMismatch
+            }
+            TransferProviderContractError::LogicalElementCount { .. } => Self::LogicalElementCount,
+            other => Self::Unknown(format!("{other:?}")),
+        }
+    }
+
+    /// The variant's name as tenferro spells it.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::DTypeMismatch => "DTypeMismatch",
+            Self::ShapeMismatch => "ShapeMismatch",
+            Self::InvalidBufferLength => "InvalidBufferLength",
+            Self::DestinationPlacementMismatch => "DestinationPlacementMismatch",
+            Self::DestinationResidencyMismatch => "DestinationResidencyMismatch",
+            Self::LogicalElementCount => "LogicalElementCount",
+            Self::Unknown(debug) => debug,
+        }
+    }
+}
+
+impl fmt::Display for ContractVariant {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// What the runtime's output tensor held after the destination consumed the
+/// transfer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeOutput {
+    /// Output dtype.
+    pub dtype: DType,
+    /// Output shape.
+    pub shape: Vec<usize>,
+    /// Little-endian image of the logical values, or why it was unreadable.
+    pub bytes: Result<Vec<u8>, String>,
+}
+
+/// How `Runtime::run` ended.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum RuntimeVerdict {
+    /// The runtime accepted the transfer and the program ran.
+    Accepted(RuntimeOutput),
+    /// The runtime rejected the provider's output.
+    ContractError {
+        /// Which check fired.
+        variant: ContractVariant,
+        /// Display of the contract error.
+        message: String,
+        /// Debug of the contract error.
+        debug: String,
+    },
+    /// The provider returned `Err` and the runtime passed it through.
+    ProviderError {
+        /// The error's Display.
+        message: String,
+        /// Its source chain.
+        chain: Vec<String>,
+    },
+    /// The provider panicked (caught by the Spy).
+    ProviderPanicked {
+        /// The panic message.
+        message: String,
+    },
+    /// The run failed for another reason, or panicked outside the provider.
+    Other {
+        /// The error's Display.
+        message: String,
+        /// Its source chain.
+        chain: Vec<String>,
+    },
+}
+
+impl RuntimeVerdict {
+    /// Classify the result of `Runtime::run`, with the Spy's last record to
+    /// tell a provider's own error from the runtime's.
+    pub(crate) fn classify(error: &tenferro_runtime::Error, last_call: Option<&SpyRecord>) -> Self {
+        match last_call.map(|record| &record.result) {
+            Some(ProviderResult::Failed { message, chain }) => {
+                return Self::ProviderError {
+                    message: message.clone(),
+                    chain: chain.clone(),
+                };
+            }
+            Some(ProviderResult::Panicked { message }) => {
+                return Self::ProviderPanicked {
+                    message: message.clone(),
+                };
+            }
+            _ => {}
+        }
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(current) = next {
+            if let Some(contract) = current.downcast_ref::<TransferProviderContractError>() {
+                return Self::ContractError {
+                    variant: ContractVariant::of(contract),
+                    message: contract.to_string(),
+                    debug: format!("{contract:?}"),
+                };
+            }
+            next = current.source();
+        }
+        Self::Other {
+            message: error.to_string(),
+            chain: source_chain(error),
+        }
+    }
+
+    /// The contract variant, when the runtime rejected the output.
+    pub fn contract_variant(&self) -> Option<&ContractVariant> {
+        match self {
+            Self::ContractError { variant, .. } => Some(variant),
+            _ => None,
+        }
+    }
+}
+
+/// Everything one case produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// How the runtime's run ended.
+    pub runtime: RuntimeVerdict,
+    /// Every provider call the Spy saw during the run.
+    pub calls: Vec<SpyRecord>,
+    /// The event domains the runtime's snapshot assigns to (source,
+    /// destination).
+    pub snapshot_event_domains: (EventDomainId, EventDomainId),
+}
+
+impl Outcome {
+    /// The single provider call, when there was exactly one.
+    pub fn call(&self) -> Option<&SpyRecord> {
+        match self.calls.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        }
+    }
+}

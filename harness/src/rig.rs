@@ -1,0 +1,253 @@
+//! `Rig`: a real tenferro `Runtime` built around the provider under test
+//! for one route, with a program that can only run if the input moves.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use tenferro_mock_devices::{EngineRole, read_compact, with_element};
+use tenferro_runtime::{
+    CompiledGraph, EventDomainId, ExecutionEngine, GraphCompiler, Prepared, Runtime, TracedTensor,
+    TransferProvider,
+};
+use tenferro_tensor::{DType, TensorRead};
+
+use crate::spy::panic_message;
+use crate::stage::with_input;
+use crate::{Case, HarnessError, Layout, Outcome, Route, RuntimeOutput, RuntimeVerdict, Spy};
+
+/// What a `Prepared` depends on: tenferro specialises on dtype, shape and
+/// layout, so cases that agree on all three share one.
+type Signature = (DType, Vec<usize>, Layout);
+
+/// Runs cases on one route through a real runtime around one provider.
+///
+/// The source engine has no capabilities and the destination refuses the
+/// raw input, so the only plan is: input enters on the source, the provider
+/// moves it, and an identity reshape runs on the destination. The reshape
+/// leaves values untouched, so the runtime's output is what arrived.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_mock_devices::SimUpload;
+/// use tenferro_transfer_harness::{Case, Endpoint, Rig, Route, RuntimeVerdict};
+///
+/// let route = Route::host_to_sim().unwrap();
+/// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+/// let mut rig = Rig::new(route, Arc::new(SimUpload::new(device))).unwrap();
+/// let outcome = rig.run(&Case::from_values(vec![3], vec![1.0_f32, -0.0, f32::NAN]).unwrap()).unwrap();
+/// assert!(matches!(outcome.runtime, RuntimeVerdict::Accepted(_)));
+/// assert_eq!(outcome.calls.len(), 1);
+/// ```
+pub struct Rig {
+    route: Route,
+    runtime: Runtime,
+    spy: Arc<Spy>,
+    source: Box<dyn ExecutionEngine>,
+    destination: Box<dyn ExecutionEngine>,
+    event_domains: (EventDomainId, EventDomainId),
+    programs: HashMap<(DType, Vec<usize>), CompiledGraph>,
+    prepared: HashMap<Signature, Prepared>,
+}
+
+impl std::fmt::Debug for Rig {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Rig")
+            .field("route", &self.route.label())
+            .field("spy", &self.spy)
+            .field("prepared", &self.prepared.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rig {
+    /// Build the runtime for `route` with `provider` registered for it.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::Config`] if the runtime rejects an engine or
+    /// the provider registration.
+    pub fn new(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
+        let spy = Arc::new(Spy::new(provider));
+        let mut builder = Runtime::builder();
+        let config = |what: &str| {
+            let what = what.to_owned();
+            move |source| HarnessError::config(what.clone(), source)
+        };
+        builder
+            .register_engine(route.source().registration(EngineRole::Source)?)
+            .map_err(config("source engine"))?;
+        builder
+            .register_engine(route.destination().registration(EngineRole::Destination)?)
+            .map_err(config("destination engine"))?;
+        builder
+            .register_transfer_provider(
+                route.source().transfer_endpoint()?,
+                route.destination().transfer_endpoint()?,
+                Arc::clone(&spy) as Arc<dyn TransferProvider>,
+            )
+            .map_err(config("transfer provider"))?;
+        let runtime = builder.build().map_err(config("runtime"))?;
+        let snapshot = runtime.snapshot().map_err(|source| HarnessError::Runtime {
+            context: "runtime snapshot".to_owned(),
+            message: source.to_string(),
+        })?;
+        let domain = |endpoint: &crate::Endpoint| {
+            snapshot
+                .engine(endpoint.engine_id())
+                .map(|view| view.event_domain_id())
+                .ok_or_else(|| HarnessError::Runtime {
+                    context: "runtime snapshot".to_owned(),
+                    message: format!("engine {} is missing", endpoint.engine_id().as_str()),
+                })
+        };
+        let event_domains = (domain(route.source())?, domain(route.destination())?);
+        Ok(Self {
+            source: route.source().engine(),
+            destination: route.destination().engine(),
+            route,
+            runtime,
+            spy,
+            event_domains,
+            programs: HashMap::new(),
+            prepared: HashMap::new(),
+        })
+    }
+
+    /// The route this rig runs.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// Number of distinct prepared signatures held.
+    pub fn prepared_count(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// The event domains the runtime assigned to (source, destination).
+    pub fn event_domains(&self) -> (EventDomainId, EventDomainId) {
+        self.event_domains
+    }
+
+    /// Run one case.
+    ///
+    /// A provider's `Err` or panic is part of the [`Outcome`], not an error
+    /// of this call; the rig stays usable afterwards.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::Prepare`] if the runtime refuses to plan the
+    /// route, or a staging error if tenferro rejects the case's input.
+    pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        let signature: Signature = (case.dtype(), case.shape().to_vec(), case.layout().clone());
+        let program_key = (case.dtype(), case.shape().to_vec());
+        if !self.programs.contains_key(&program_key) {
+            let program = identity_program(case.dtype(), case.shape())?;
+            self.programs.insert(program_key.clone(), program);
+        }
+        let Self {
+            route,
+            runtime,
+            spy,
+            source,
+            destination,
+            programs,
+            prepared,
+            ..
+        } = self;
+        let program = programs
+            .get(&program_key)
+            .ok_or_else(|| HarnessError::Runtime {
+                context: "program cache".to_owned(),
+                message: "program vanished".to_owned(),
+            })?;
+        spy.take();
+        let runtime_verdict = with_input(
+            route.source(),
+            case,
+            |input| -> Result<RuntimeVerdict, HarnessError> {
+                if !prepared.contains_key(&signature) {
+                    let plan = runtime
+                        .prepare(
+                            program,
+                            std::slice::from_ref(&input),
+                            &[source.target(), destination.target()],
+                        )
+                        .map_err(|error| HarnessError::Prepare {
+                            route: route.label(),
+                            message: error.to_string(),
+                            chain: crate::spy::source_chain(&error),
+                        })?;
+                    prepared.insert(signature.clone(), plan);
+                }
+                let plan = prepared
+                    .get(&signature)
+                    .ok_or_else(|| HarnessError::Runtime {
+                        context: "prepared cache".to_owned(),
+                        message: "prepared plan vanished".to_owned(),
+                    })?;
+                let run = catch_unwind(AssertUnwindSafe(|| {
+                    let mut engines: [&mut dyn ExecutionEngine; 2] =
+                        [source.as_mut(), destination.as_mut()];
+                    match runtime.run(&mut engines, plan, std::slice::from_ref(&input)) {
+                        Ok(outputs) => match outputs.first() {
+                            Some(output) => Ok(observe(output.read())),
+                            None => Err(RuntimeVerdict::Other {
+                                message: "the run returned no output".into(),
+                                chain: vec![],
+                            }),
+                        },
+                        Err(error) => Err(RuntimeVerdict::classify(&error, spy.last().as_ref())),
+                    }
+                }));
+                Ok(match run {
+                    Ok(Ok(output)) => RuntimeVerdict::Accepted(output),
+                    Ok(Err(verdict)) => verdict,
+                    Err(payload) => RuntimeVerdict::Other {
+                        message: format!(
+                            "Runtime::run panicked outside the provider: {}",
+                            panic_message(payload.as_ref())
+                        ),
+                        chain: vec![],
+                    },
+                })
+            },
+        )??;
+        Ok(Outcome {
+            runtime: runtime_verdict,
+            calls: spy.take(),
+            snapshot_event_domains: self.event_domains,
+        })
+    }
+}
+
+fn observe(read: TensorRead<'_>) -> RuntimeOutput {
+    let bytes = with_element!(read.dtype(), T => {
+        read_compact::<T>(&read).map(|values| {
+            let mut bytes = Vec::new();
+            <T as tenferro_mock_devices::Element>::extend_bytes(&values, &mut bytes);
+            bytes
+        }).map_err(|error| error.to_string())
+    }, external => Err("external dtype".to_owned()));
+    RuntimeOutput {
+        dtype: read.dtype(),
+        shape: read.shape().to_vec(),
+        bytes,
+    }
+}
+
+/// `x.reshape(shape)`: one transfer, and values left exactly as they arrive.
+fn identity_program(dtype: DType, shape: &[usize]) -> Result<CompiledGraph, HarnessError> {
+    let build = |error: tenferro_runtime::Error| HarnessError::Runtime {
+        context: format!("building the identity program for {dtype:?} {shape:?}"),
+        message: error.to_string(),
+    };
+    let x = TracedTensor::input_concrete_shape(dtype, shape).map_err(build)?;
+    let y = x.reshape(shape.to_vec()).map_err(build)?;
+    GraphCompiler::new()
+        .compile_with_input_specs(&y, &[(&x, dtype, shape)])
+        .map_err(build)
+}

@@ -1,0 +1,257 @@
+//! The rule catalogue: every rule of the transfer contract, with a stable
+//! kebab-case id, the sentence that states it, where it comes from in
+//! tenferro, and how the harness checks it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+
+/// One rule of the `TransferProvider` contract.
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[non_exhaustive]
+pub enum Rule {
+    /// Output dtype equals the input's.
+    Dtype,
+    /// Output shape equals the input's.
+    Shape,
+    /// Output buffer length equals the shape's element count.
+    BufferLength,
+    /// Output placement is accepted by the destination.
+    Placement,
+    /// Output storage is owned by the destination.
+    Residency,
+    /// The copy has completed when `transfer_blocking` returns.
+    Completion,
+    /// Every element arrives bit-exact.
+    Values,
+    /// No `Err` for an input the provider declares it handles.
+    NoError,
+    /// No panic.
+    NoPanic,
+    /// No hang.
+    Deadline,
+    /// Every allocation is released with its tensor.
+    NoLeak,
+    /// The suite's verdict agrees with the runtime's.
+    RuntimeAgreement,
+}
+
+/// The five rules the runtime itself checks, in the order it checks them.
+pub const RUNTIME_ORDER: [Rule; 5] = [
+    Rule::Dtype,
+    Rule::Shape,
+    Rule::BufferLength,
+    Rule::Placement,
+    Rule::Residency,
+];
+
+impl Rule {
+    /// Every rule, in catalogue order.
+    pub const ALL: [Rule; 12] = [
+        Rule::Dtype,
+        Rule::Shape,
+        Rule::BufferLength,
+        Rule::Placement,
+        Rule::Residency,
+        Rule::Completion,
+        Rule::Values,
+        Rule::NoError,
+        Rule::NoPanic,
+        Rule::Deadline,
+        Rule::NoLeak,
+        Rule::RuntimeAgreement,
+    ];
+
+    /// The stable kebab-case id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::Rule;
+    ///
+    /// assert_eq!(Rule::BufferLength.id(), "buffer-length");
+    /// assert_eq!("buffer-length".parse::<Rule>().unwrap(), Rule::BufferLength);
+    /// ```
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::Dtype => "dtype",
+            Rule::Shape => "shape",
+            Rule::BufferLength => "buffer-length",
+            Rule::Placement => "placement",
+            Rule::Residency => "residency",
+            Rule::Completion => "completion",
+            Rule::Values => "values",
+            Rule::NoError => "no-error",
+            Rule::NoPanic => "no-panic",
+            Rule::Deadline => "deadline",
+            Rule::NoLeak => "no-leak",
+            Rule::RuntimeAgreement => "runtime-agreement",
+        }
+    }
+
+    /// One sentence stating the rule.
+    pub fn statement(self) -> &'static str {
+        match self {
+            Rule::Dtype => "The returned tensor has the dtype of the input.",
+            Rule::Shape => "The returned tensor has the shape of the input.",
+            Rule::BufferLength => {
+                "The returned tensor's buffer holds exactly as many elements as the shape."
+            }
+            Rule::Placement => {
+                "The returned tensor's placement is one the destination engine accepts for its storage class."
+            }
+            Rule::Residency => {
+                "The returned tensor's backend family and allocation domain are owned by the destination engine."
+            }
+            Rule::Completion => {
+                "transfer_blocking returns only after the copy has completed, so the output is immediately readable."
+            }
+            Rule::Values => {
+                "Every element arrives bit-exact, whatever the input's strides and offset: NaN payloads, -0.0 and subnormals included."
+            }
+            Rule::NoError => {
+                "The provider does not return Err for an input inside its declared capabilities."
+            }
+            Rule::NoPanic => "The provider reports failure as a typed Err, never as a panic.",
+            Rule::Deadline => {
+                "The provider returns (Ok or Err) within the deadline; it never hangs."
+            }
+            Rule::NoLeak => "Every allocation the transfer made is released when its tensor drops.",
+            Rule::RuntimeAgreement => {
+                "The suite's verdict on the runtime-checked rules equals the runtime's own verdict."
+            }
+        }
+    }
+
+    /// Where in tenferro-runtime 0.9.0 the rule comes from.
+    pub fn origin(self) -> &'static str {
+        match self {
+            Rule::Dtype => {
+                "validate_transfer_output (runtime/execution.rs): TransferProviderContractError::DTypeMismatch"
+            }
+            Rule::Shape => {
+                "validate_transfer_output (runtime/execution.rs): TransferProviderContractError::ShapeMismatch"
+            }
+            Rule::BufferLength => {
+                "validate_transfer_output (runtime/execution.rs): TransferProviderContractError::InvalidBufferLength"
+            }
+            Rule::Placement => {
+                "validate_transfer_output (runtime/execution.rs): TransferProviderContractError::DestinationPlacementMismatch"
+            }
+            Rule::Residency => {
+                "validate_transfer_output (runtime/execution.rs): TransferProviderContractError::DestinationResidencyMismatch"
+            }
+            Rule::Completion => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs): \"must not return after merely enqueueing work\""
+            }
+            Rule::Values => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs): the destination tensor is the input, transferred"
+            }
+            Rule::NoError => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs) # Errors: Err only when the request cannot be served"
+            }
+            Rule::NoPanic => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs) # Errors: failures are typed errors"
+            }
+            Rule::Deadline => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs): a blocking call that completes"
+            }
+            Rule::NoLeak => {
+                "TransferProvider::transfer_blocking (runtime/transfer.rs): the returned Tensor owns its storage"
+            }
+            Rule::RuntimeAgreement => {
+                "validate_transfer_output (runtime/execution.rs): its check order dtype, shape, buffer-length, placement, residency"
+            }
+        }
+    }
+
+    /// How the harness checks the rule.
+    pub fn method(self) -> &'static str {
+        match self {
+            Rule::Dtype => {
+                "The Spy reads the returned tensor's dtype before the runtime sees it; the oracle compares it with the case's."
+            }
+            Rule::Shape => {
+                "The Spy reads the returned shape; the oracle compares it with the case's."
+            }
+            Rule::BufferLength => {
+                "The Spy reads buffer().len() exactly as the runtime does; the oracle compares it with the shape's element count."
+            }
+            Rule::Placement => {
+                "The oracle tests the returned placement against the destination endpoint's declared placement rule."
+            }
+            Rule::Residency => {
+                "The oracle tests the returned backend family and allocation domain against the destination's declared storage rule."
+            }
+            Rule::Completion => {
+                "Needs simulated storage that knows whether a copy is pending (asynchronous mock devices); reported as not checked until then."
+            }
+            Rule::Values => {
+                "The Spy maps the returned buffer and takes its byte image; the oracle compares it element by element with the case's bytes."
+            }
+            Rule::NoError => {
+                "The Spy records an Err with its Display and source chain; every built-in case is inside the reference providers' capabilities."
+            }
+            Rule::NoPanic => {
+                "The Spy runs the provider inside catch_unwind, records the panic message and hands the runtime an Err."
+            }
+            Rule::Deadline => {
+                "Needs a watchdog around the provider call (asynchronous mock devices); reported as not checked until then."
+            }
+            Rule::NoLeak => {
+                "Needs allocation accounting across the run (asynchronous mock devices); reported as not checked until then."
+            }
+            Rule::RuntimeAgreement => {
+                "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted."
+            }
+        }
+    }
+
+    /// The runtime's `TransferProviderContractError` variant for this rule,
+    /// for the five rules the runtime checks.
+    pub fn runtime_variant(self) -> Option<crate::ContractVariant> {
+        use crate::ContractVariant as V;
+        Some(match self {
+            Rule::Dtype => V::DTypeMismatch,
+            Rule::Shape => V::ShapeMismatch,
+            Rule::BufferLength => V::InvalidBufferLength,
+            Rule::Placement => V::DestinationPlacementMismatch,
+            Rule::Residency => V::DestinationResidencyMismatch,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.id())
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+/// An id that names no rule.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "unknown rule id `{id}`; known ids: dtype, shape, buffer-length, placement, residency, completion, values, no-error, no-panic, deadline, no-leak, runtime-agreement"
+)]
+pub struct UnknownRule {
+    /// The id given.
+    pub id: String,
+}
+
+impl FromStr for Rule {
+    type Err = UnknownRule;
+
+    fn from_str(id: &str) -> Result<Self, Self::Err> {
+        Rule::ALL
+            .into_iter()
+            .find(|rule| rule.id() == id)
+            .ok_or_else(|| UnknownRule { id: id.to_owned() })
+    }
+}

@@ -1,0 +1,232 @@
+//! The seven preset element types, their dtypes and their exact byte images.
+//!
+//! Values travel through the harness as little-endian bytes so that a check is
+//! bit-exact by construction: NaN payloads, `-0.0` and subnormals compare by
+//! their bits, never by `==`.
+
+use std::fmt::Debug;
+
+use tenferro_tensor::{Complex, DType, TensorScalar, TensorView, TypedTensorView};
+
+/// One of the seven preset scalar types a transfer must carry bit-exactly.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::Element;
+///
+/// let mut bytes = Vec::new();
+/// f32::extend_bytes(&[-0.0_f32], &mut bytes);
+/// assert_eq!(bytes, (-0.0_f32).to_le_bytes());
+/// assert_eq!(f32::from_bytes(&bytes), vec![-0.0_f32]);
+/// ```
+pub trait Element: TensorScalar + Copy + Debug + Send + Sync + 'static {
+    /// The tenferro dtype of this type.
+    const DTYPE: DType;
+    /// Bytes per element in the little-endian image.
+    const WIDTH: usize;
+
+    /// Append the little-endian image of `values` to `out`.
+    fn extend_bytes(values: &[Self], out: &mut Vec<u8>);
+
+    /// Decode a little-endian image; a trailing partial element is ignored.
+    fn from_bytes(bytes: &[u8]) -> Vec<Self>;
+
+    /// The typed view inside an erased view, if it holds this type.
+    fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>>;
+
+    /// Wrap a typed view back into the erased enum.
+    fn erase_view(view: TypedTensorView<'_, Self>) -> TensorView<'_>;
+}
+
+macro_rules! primitive_element {
+    ($ty:ty, $dtype:ident, $width:expr) => {
+        impl Element for $ty {
+            const DTYPE: DType = DType::$dtype;
+            const WIDTH: usize = $width;
+
+            fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
+                out.reserve(values.len() * $width);
+                for value in values {
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+
+            fn from_bytes(bytes: &[u8]) -> Vec<Self> {
+                bytes
+                    .chunks_exact($width)
+                    .map(|chunk| {
+                        let mut image = [0_u8; $width];
+                        image.copy_from_slice(chunk);
+                        <$ty>::from_le_bytes(image)
+                    })
+                    .collect()
+            }
+
+            fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {
+                match view {
+                    TensorView::$dtype(view) => Some(view),
+                    _ => None,
+                }
+            }
+
+            fn erase_view(view: TypedTensorView<'_, Self>) -> TensorView<'_> {
+                TensorView::$dtype(view)
+            }
+        }
+    };
+}
+
+primitive_element!(f32, F32, 4);
+primitive_element!(f64, F64, 8);
+primitive_element!(i32, I32, 4);
+primitive_element!(i64, I64, 8);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    const WIDTH: usize = 1;
+
+    fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
+        out.extend(values.iter().map(|&value| u8::from(value)));
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Vec<Self> {
+        bytes.iter().map(|&byte| byte != 0).collect()
+    }
+
+    fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {
+        match view {
+            TensorView::Bool(view) => Some(view),
+            _ => None,
+        }
+    }
+
+    fn erase_view(view: TypedTensorView<'_, Self>) -> TensorView<'_> {
+        TensorView::Bool(view)
+    }
+}
+
+macro_rules! complex_element {
+    ($part:ty, $dtype:ident, $half:expr) => {
+        impl Element for Complex<$part> {
+            const DTYPE: DType = DType::$dtype;
+            const WIDTH: usize = 2 * $half;
+
+            fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
+                out.reserve(values.len() * 2 * $half);
+                for value in values {
+                    out.extend_from_slice(&value.re.to_le_bytes());
+                    out.extend_from_slice(&value.im.to_le_bytes());
+                }
+            }
+
+            fn from_bytes(bytes: &[u8]) -> Vec<Self> {
+                bytes
+                    .chunks_exact(2 * $half)
+                    .map(|chunk| {
+                        let mut re = [0_u8; $half];
+                        let mut im = [0_u8; $half];
+                        re.copy_from_slice(&chunk[..$half]);
+                        im.copy_from_slice(&chunk[$half..]);
+                        Complex::new(<$part>::from_le_bytes(re), <$part>::from_le_bytes(im))
+                    })
+                    .collect()
+            }
+
+            fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {
+                match view {
+                    TensorView::$dtype(view) => Some(view),
+                    _ => None,
+                }
+            }
+
+            fn erase_view(view: TypedTensorView<'_, Self>) -> TensorView<'_> {
+                TensorView::$dtype(view)
+            }
+        }
+    };
+}
+
+complex_element!(f32, C32, 4);
+complex_element!(f64, C64, 8);
+
+/// The seven preset dtypes, in a fixed order used by every report.
+pub const PRESET_DTYPES: [DType; 7] = [
+    DType::F32,
+    DType::F64,
+    DType::I32,
+    DType::I64,
+    DType::Bool,
+    DType::C32,
+    DType::C64,
+];
+
+/// Bytes per element of a preset dtype, `None` for an external dtype.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::element_width;
+/// use tenferro_tensor::DType;
+///
+/// assert_eq!(element_width(DType::C64), Some(16));
+/// assert_eq!(element_width(DType::Bool), Some(1));
+/// ```
+pub fn element_width(dtype: DType) -> Option<usize> {
+    match dtype {
+        DType::F32 | DType::I32 => Some(4),
+        DType::F64 | DType::I64 | DType::C32 => Some(8),
+        DType::Bool => Some(1),
+        DType::C64 => Some(16),
+        _ => None,
+    }
+}
+
+/// Run `$body` with `$T` bound to the Rust type of a preset dtype; an
+/// external dtype evaluates `$external` instead.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::{with_element, Element};
+/// use tenferro_tensor::DType;
+///
+/// let width = with_element!(DType::I64, T => T::WIDTH, external => 0);
+/// assert_eq!(width, 8);
+/// ```
+#[macro_export]
+macro_rules! with_element {
+    ($dtype:expr, $T:ident => $body:expr, external => $external:expr) => {
+        match $dtype {
+            $crate::reexports::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::reexports::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::reexports::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::reexports::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::reexports::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::reexports::DType::C32 => {
+                type $T = $crate::reexports::Complex<f32>;
+                $body
+            }
+            $crate::reexports::DType::C64 => {
+                type $T = $crate::reexports::Complex<f64>;
+                $body
+            }
+            _ => $external,
+        }
+    };
+}

@@ -1,0 +1,243 @@
+//! `SimEngine`: the executable engine of a simulated device.
+//!
+//! It runs only what consuming a transferred value needs (compaction,
+//! reshape, host download and upload); every other `Engine` operation answers
+//! with a typed `unsupported` error. It refuses any tensor that is not in its
+//! own device's memory, so a transfer that lands elsewhere fails loudly.
+
+use std::any::Any;
+
+use tenferro_runtime::{EngineTarget, ExecutionContextIdentity, ExecutionEngine};
+use tenferro_tensor::{
+    CompareDir, DType, DotGeneralConfig, ElementwiseReadOp, Engine, Error, GatherConfig, PadConfig,
+    Result, ScatterConfig, SessionCachedDot, SliceConfig, Tensor, TensorAnalytic, TensorBuffer,
+    TensorDeviceTransfer, TensorDot, TensorElementwise, TensorFusion, TensorIndexing, TensorRead,
+    TensorReduction, TensorStructural, TensorWrite,
+};
+
+use crate::{SimDevice, read_compact, with_element};
+
+/// The execution engine of one [`SimDevice`].
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::{SimDevice, SimEngine};
+/// use tenferro_tensor::{TensorRead, TensorStructural};
+///
+/// let device = SimDevice::new(0).unwrap();
+/// let mut engine = SimEngine::new(device.clone());
+/// let x = device.tensor(vec![2, 2], vec![1_i32, 2, 3, 4]).unwrap();
+/// let y = engine.reshape_read(TensorRead::from_tensor(&x), &[4]).unwrap();
+/// assert_eq!(y.shape(), &[4]);
+/// // A host tensor is not this device's memory.
+/// let host = tenferro_tensor::Tensor::from_vec_col_major(vec![1], vec![1_i32]).unwrap();
+/// assert!(engine.reshape_read(TensorRead::from_tensor(&host), &[1]).is_err());
+/// ```
+#[derive(Debug)]
+pub struct SimEngine {
+    device: SimDevice,
+}
+
+impl SimEngine {
+    /// The engine of `device`.
+    pub fn new(device: SimDevice) -> Self {
+        Self { device }
+    }
+
+    /// The device this engine runs on.
+    pub fn device(&self) -> &SimDevice {
+        &self.device
+    }
+
+    fn require_resident(&self, op: &'static str, input: &TensorRead<'_>) -> Result<()> {
+        if self.device.owns(input) {
+            Ok(())
+        } else {
+            Err(Error::runtime_state(
+                op,
+                "input is not resident in this simulated device's memory",
+            ))
+        }
+    }
+
+    /// Copy a resident tensor into fresh device memory with a new shape.
+    fn copy_resident(
+        &self,
+        op: &'static str,
+        input: &TensorRead<'_>,
+        shape: &[usize],
+    ) -> Result<Tensor> {
+        self.require_resident(op, input)?;
+        let count: usize = shape.iter().product();
+        if count != input.shape().iter().product::<usize>() {
+            return Err(Error::invalid_argument(
+                op,
+                "shape",
+                "element count must not change",
+            ));
+        }
+        with_element!(input.dtype(), T => {
+            let values = read_compact::<T>(input)?;
+            self.device.tensor(shape.to_vec(), values)
+        }, external => Err(unsupported_dtype(op, input.dtype())))
+    }
+}
+
+fn unsupported_dtype(op: &'static str, dtype: DType) -> Error {
+    Error::unsupported(
+        op,
+        format!("simulated devices carry the preset dtypes only, not {dtype:?}"),
+    )
+}
+
+impl ExecutionEngine for SimEngine {
+    fn target(&self) -> EngineTarget {
+        EngineTarget::new(
+            self.device.engine_id().clone(),
+            ExecutionContextIdentity::of::<SimEngine>(),
+            Some(self.device.allocation_domain()),
+        )
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// Implements operations a simulated engine does not run as typed
+/// `unsupported` errors.
+macro_rules! unsupported_ops {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)+) => {
+        $(
+            fn $name(&mut self, $($arg: $ty),*) -> $ret {
+                $(let _ = $arg;)*
+                Err(Error::unsupported(
+                    concat!("SimEngine::", stringify!($name)),
+                    "simulated engines only run what consuming a transferred tensor needs",
+                ))
+            }
+        )+
+    };
+}
+
+impl TensorStructural for SimEngine {
+    fn to_contiguous_read(&mut self, input: TensorRead<'_>) -> Result<Tensor> {
+        let shape = input.shape().to_vec();
+        self.copy_resident("SimEngine::to_contiguous_read", &input, &shape)
+    }
+
+    fn reshape_read(&mut self, input: TensorRead<'_>, shape: &[usize]) -> Result<Tensor> {
+        self.copy_resident("SimEngine::reshape_read", &input, shape)
+    }
+
+    unsupported_ops! {
+        fn cast(input: &Tensor, to: DType) -> Result<Tensor>;
+        fn extract_diagonal(input: &Tensor, axis_a: usize, axis_b: usize) -> Result<Tensor>;
+        fn embed_diagonal(input: &Tensor, axis_a: usize, axis_b: usize) -> Result<Tensor>;
+        fn tril(input: &Tensor, k: i64) -> Result<Tensor>;
+        fn triu(input: &Tensor, k: i64) -> Result<Tensor>;
+        fn transpose_read(input: TensorRead<'_>, perm: &[usize]) -> Result<Tensor>;
+        fn broadcast_in_dim_read(input: TensorRead<'_>, shape: &[usize], dims: &[usize]) -> Result<Tensor>;
+    }
+}
+
+impl TensorDeviceTransfer for SimEngine {
+    fn download_to_host(&mut self, tensor: TensorRead<'_>) -> Result<Tensor> {
+        const OP: &str = "SimEngine::download_to_host";
+        self.require_resident(OP, &tensor)?;
+        with_element!(tensor.dtype(), T => {
+            Tensor::from_vec_col_major(tensor.shape().to_vec(), read_compact::<T>(&tensor)?)
+        }, external => Err(unsupported_dtype(OP, tensor.dtype())))
+    }
+
+    fn upload_host_tensor(&mut self, tensor: TensorRead<'_>) -> Result<Tensor> {
+        const OP: &str = "SimEngine::upload_host_tensor";
+        if tensor.backend_family().is_some() {
+            return Err(Error::runtime_state(OP, "input is not plain host memory"));
+        }
+        with_element!(tensor.dtype(), T => {
+            self.device.tensor(tensor.shape().to_vec(), read_compact::<T>(&tensor)?)
+        }, external => Err(unsupported_dtype(OP, tensor.dtype())))
+    }
+}
+
+impl TensorElementwise for SimEngine {
+    fn elementwise_read_into(
+        &mut self,
+        op: ElementwiseReadOp,
+        inputs: &[TensorRead<'_>],
+        out: TensorWrite<'_>,
+    ) -> Result<()> {
+        let _ = (op, inputs, out);
+        Err(Error::unsupported(
+            "SimEngine::elementwise_read_into",
+            "simulated engines only run what consuming a transferred tensor needs",
+        ))
+    }
+
+    unsupported_ops! {
+        fn add_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn sub_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn mul_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn div_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn maximum_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn minimum_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn neg_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn conj_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn abs_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn sign_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn compare_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>, dir: &CompareDir) -> Result<Tensor>;
+        fn select_read(pred: TensorRead<'_>, on_true: TensorRead<'_>, on_false: TensorRead<'_>) -> Result<Tensor>;
+        fn clamp_read(input: TensorRead<'_>, lower: TensorRead<'_>, upper: TensorRead<'_>) -> Result<Tensor>;
+    }
+}
+
+impl TensorAnalytic for SimEngine {
+    unsupported_ops! {
+        fn exp_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn log_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn sin_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn cos_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn tanh_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn sqrt_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn rsqrt_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn pow_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>) -> Result<Tensor>;
+        fn expm1_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn log1p_read(input: TensorRead<'_>) -> Result<Tensor>;
+        fn erf_read(input: TensorRead<'_>) -> Result<Tensor>;
+    }
+}
+
+impl TensorReduction for SimEngine {
+    unsupported_ops! {
+        fn reduce_sum_read(input: TensorRead<'_>, axes: &[usize]) -> Result<Tensor>;
+        fn reduce_prod_read(input: TensorRead<'_>, axes: &[usize]) -> Result<Tensor>;
+        fn reduce_max_read(input: TensorRead<'_>, axes: &[usize]) -> Result<Tensor>;
+        fn reduce_min_read(input: TensorRead<'_>, axes: &[usize]) -> Result<Tensor>;
+    }
+}
+
+impl TensorIndexing for SimEngine {
+    unsupported_ops! {
+        fn gather(operand: &Tensor, start_indices: &Tensor, config: &GatherConfig) -> Result<Tensor>;
+        fn scatter(operand: &Tensor, scatter_indices: &Tensor, updates: &Tensor, config: &ScatterConfig) -> Result<Tensor>;
+        fn slice(input: &Tensor, config: &SliceConfig) -> Result<Tensor>;
+        fn dynamic_slice(input: &Tensor, starts: &Tensor, slice_sizes: &[usize]) -> Result<Tensor>;
+        fn dynamic_update_slice(operand: &Tensor, update: &Tensor, starts: &Tensor) -> Result<Tensor>;
+        fn pad(input: &Tensor, config: &PadConfig) -> Result<Tensor>;
+        fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor>;
+        fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor>;
+    }
+}
+
+impl TensorDot for SimEngine {
+    unsupported_ops! {
+        fn dot_general_read(lhs: TensorRead<'_>, rhs: TensorRead<'_>, config: &DotGeneralConfig) -> Result<Tensor>;
+    }
+}
+
+impl TensorFusion for SimEngine {}
+impl TensorBuffer for SimEngine {}
+impl SessionCachedDot for SimEngine {}
+impl Engine for SimEngine {}

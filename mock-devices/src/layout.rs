@@ -1,0 +1,124 @@
+//! Reading any tensor read (owned, strided view, host or backend) into
+//! compact column-major order, which is what a correct transfer produces.
+
+use tenferro_tensor::{Error, Result, TensorRead, TypedTensorView};
+
+use crate::Element;
+
+/// The logical values of `input`, in column-major order, honouring its
+/// strides and offset and mapping backend storage through `map_read`.
+///
+/// # Errors
+///
+/// Returns a validation error when `input` does not hold `T`, a host-access
+/// error when its backend storage cannot be mapped, or an out-of-bounds error
+/// when a stride reaches outside the backing buffer.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::read_compact;
+/// use tenferro_tensor::{TensorRead, TensorView, TypedTensorView};
+///
+/// let backing = [0.0_f64, 1.0, 2.0, 3.0, 4.0, 5.0];
+/// // A 2x2 view with strides (2, 1) starting at element 1.
+/// let view = TypedTensorView::from_slice(vec![2, 2], vec![2, 1], 1, &backing).unwrap();
+/// let read = TensorRead::from_view(TensorView::F64(view));
+/// assert_eq!(read_compact::<f64>(&read).unwrap(), vec![1.0, 3.0, 2.0, 4.0]);
+/// ```
+pub fn read_compact<T: Element>(input: &TensorRead<'_>) -> Result<Vec<T>> {
+    let view = T::typed_view(input.clone().tensor_view())
+        .ok_or_else(|| Error::dtype_mismatch("read_compact", T::DTYPE, input.dtype()))?;
+    read_view(&view)
+}
+
+/// [`read_compact`] for a typed view.
+///
+/// # Errors
+///
+/// As [`read_compact`].
+pub fn read_view<T: Element>(view: &TypedTensorView<'_, T>) -> Result<Vec<T>> {
+    const OP: &str = "read_compact";
+    if let Some(buffer) = view.backend_buffer() {
+        let guard = buffer
+            .map_read()
+            .map_err(|error| Error::host_access(OP, error))?;
+        return gather(view.shape(), view.strides(), view.offset(), &guard);
+    }
+    match view.host_storage() {
+        Ok(backing) => gather(view.shape(), view.strides(), view.offset(), backing),
+        // Storage-group roots (tenferro-cpu outputs) have no plain backing
+        // slice; let tenferro materialize them.
+        Err(_) => view.to_col_major()?.as_view().with_host_read(<[T]>::to_vec),
+    }
+}
+
+/// Gather the elements of a strided layout over `backing`, column-major.
+///
+/// # Errors
+///
+/// Returns an out-of-bounds runtime-state error when an element's linear
+/// position falls outside `backing`.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::gather;
+///
+/// // A reversed vector: stride -1 from the last element.
+/// assert_eq!(gather(&[3], &[-1], 2, &[1, 2, 3]).unwrap(), vec![3, 2, 1]);
+/// ```
+pub fn gather<T: Copy>(
+    shape: &[usize],
+    strides: &[isize],
+    offset: isize,
+    backing: &[T],
+) -> Result<Vec<T>> {
+    const OP: &str = "gather";
+    let count: usize = shape.iter().product();
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if is_compact(shape, strides) {
+        let start = usize::try_from(offset)
+            .map_err(|_| Error::runtime_state(OP, "negative offset of a compact layout"))?;
+        return backing
+            .get(start..start + count)
+            .map(<[T]>::to_vec)
+            .ok_or_else(|| Error::runtime_state(OP, "layout reaches past the backing buffer"));
+    }
+    let mut out = Vec::with_capacity(count);
+    let mut index = vec![0_usize; shape.len()];
+    let mut position = offset;
+    for _ in 0..count {
+        let slot = usize::try_from(position)
+            .ok()
+            .and_then(|slot| backing.get(slot))
+            .ok_or_else(|| Error::runtime_state(OP, "layout reaches outside the backing buffer"))?;
+        out.push(*slot);
+        // Advance the column-major odometer, keeping `position` in step.
+        for axis in 0..shape.len() {
+            index[axis] += 1;
+            position += strides[axis];
+            if index[axis] < shape[axis] {
+                break;
+            }
+            position -= strides[axis] * shape[axis] as isize;
+            index[axis] = 0;
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `strides` are the compact column-major strides of `shape`
+/// (axes of extent one may carry any stride).
+pub fn is_compact(shape: &[usize], strides: &[isize]) -> bool {
+    let mut expected = 1_isize;
+    for (&extent, &stride) in shape.iter().zip(strides) {
+        if extent != 1 && stride != expected {
+            return false;
+        }
+        expected *= extent as isize;
+    }
+    shape.len() == strides.len()
+}

@@ -1,0 +1,41 @@
+//! Simulated devices for testing tenferro transfer providers without
+//! hardware: [`SimDevice`] (identities, allocation domain, placement),
+//! [`SimStorage`] (device memory readable through `map_read`), the executable
+//! [`SimEngine`], and reference providers [`SimUpload`], [`SimDownload`] and
+//! [`SimPeer`].
+//!
+//! # Examples
+//!
+//! ```
+//! use tenferro_mock_devices::{read_compact, SimDevice};
+//! use tenferro_tensor::TensorRead;
+//!
+//! let device = SimDevice::new(0).unwrap();
+//! let tensor = device.tensor(vec![3], vec![1.0_f32, f32::NAN, -0.0]).unwrap();
+//! let values = read_compact::<f32>(&TensorRead::from_tensor(&tensor)).unwrap();
+//! assert_eq!(values[2].to_bits(), (-0.0_f32).to_bits());
+//! ```
+
+mod device;
+mod element;
+mod engine;
+mod error;
+mod layout;
+pub mod providers;
+mod registration;
+mod storage;
+
+pub use device::{SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice};
+pub use element::{Element, PRESET_DTYPES, element_width};
+pub use engine::SimEngine;
+pub use error::MockError;
+pub use layout::{gather, is_compact, read_compact, read_view};
+pub use providers::{SimDownload, SimPeer, SimUpload};
+pub use registration::EngineRole;
+pub use storage::{AllocationLedger, SimStorage};
+
+/// Items the exported macros name; not part of the stable API.
+#[doc(hidden)]
+pub mod reexports {
+    pub use tenferro_tensor::{Complex, DType};
+}

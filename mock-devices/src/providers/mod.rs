@@ -1,0 +1,8 @@
+//! Transfer providers: the correct references, and the deliberately broken
+//! ones that show what each rule of the contract means.
+
+mod broken;
+mod reference;
+
+pub use broken::{Broken, FORGED_FAMILY, Fault, wrong_dtype_of};
+pub use reference::{SimDownload, SimPeer, SimUpload};

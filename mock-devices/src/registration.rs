@@ -1,0 +1,157 @@
+//! Runtime registration of a simulated device's engine: its ingress
+//! contract, which accepts exactly the device's own tensors, and
+//! metadata-only preparation for the operations `SimEngine` runs.
+
+use std::sync::Arc;
+
+use tenferro_runtime::{
+    CoreCapabilityBundle, CorePrepareContext, ElementwisePrepareRequest, ElementwiseRuntime,
+    EngineRegistration, EngineRegistrationMetadata, ExecutableEngineRegistrationConfig,
+    ExecutionContextIdentity, InputIngressContract, InputPlacementContract, InputSignatureContract,
+    LayoutPrepareRequest, LayoutRuntime, PrepareCapability, PrepareError, PreparedOperation,
+    PreparedOperationBinding, PreparedOperationPlan, ResidentOutputContract, RuntimeConfigError,
+    RuntimeInputContract, SpecializationProjection, assemble_executable_engine_registration,
+};
+use tenferro_tensor::TensorRead;
+
+use crate::{SIM_FAMILY, SimDevice, SimEngine};
+
+/// What a simulated engine may run in a rig.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum EngineRole {
+    /// No operations: the engine only holds inputs, so work must move away.
+    Source,
+    /// Layout and elementwise preparation: the engine consumes transfers.
+    Destination,
+}
+
+impl SimDevice {
+    /// The engine of this device.
+    pub fn engine(&self) -> SimEngine {
+        SimEngine::new(self.clone())
+    }
+
+    /// A runtime registration of this device's engine in `role`.
+    ///
+    /// # Errors
+    ///
+    /// Returns the runtime's [`RuntimeConfigError`] if it rejects the
+    /// registration.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::{EngineRole, SimDevice};
+    ///
+    /// let device = SimDevice::new(0).unwrap();
+    /// let registration = device.registration(EngineRole::Destination).unwrap();
+    /// assert_eq!(registration.engine_id(), device.engine_id());
+    /// ```
+    pub fn registration(&self, role: EngineRole) -> Result<EngineRegistration, RuntimeConfigError> {
+        let capabilities = match role {
+            EngineRole::Source => CoreCapabilityBundle::default(),
+            EngineRole::Destination => {
+                let preparer = Arc::new(MetadataPreparer);
+                let mut bundle = CoreCapabilityBundle::builder();
+                bundle.elementwise(preparer.clone()).layout(preparer);
+                bundle.build()
+            }
+        };
+        let metadata = EngineRegistrationMetadata::new(
+            self.engine_id().clone(),
+            self.provider_device_identity().clone(),
+            self.hardware_class().clone(),
+            Arc::from(vec![self.storage_class().clone()]),
+            self.storage_class().clone(),
+            capabilities,
+        );
+        assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
+            metadata,
+            ExecutionContextIdentity::of::<SimEngine>(),
+            self.ingress(),
+        ))
+    }
+
+    /// The ingress contract: placement on this device for placement
+    /// questions, simulated family in this device's domain for residency.
+    fn ingress(&self) -> InputIngressContract {
+        let storage = self.storage_class().clone();
+        let placement_device = self.clone();
+        let placement_storage = storage.clone();
+        let signature_device = self.clone();
+        let signature_storage = storage.clone();
+        let input_device = self.clone();
+        let input_storage = storage.clone();
+        let resident_device = self.clone();
+        InputIngressContract::new(
+            InputPlacementContract::new(move |placement, candidate| {
+                candidate == &placement_storage && placement_device.accepts_placement(placement)
+            }),
+            InputSignatureContract::new(move |placement, family, domain, candidate| {
+                candidate == &signature_storage
+                    && signature_device.accepts_placement(placement)
+                    && family == Some(SIM_FAMILY)
+                    && domain == Some(signature_device.allocation_domain())
+            }),
+            RuntimeInputContract::new(move |input: &TensorRead<'_>, candidate| {
+                candidate == &input_storage && input_device.owns(input)
+            }),
+            ResidentOutputContract::new(move |input: &TensorRead<'_>, candidate| {
+                candidate == &storage && resident_device.resident(input)
+            }),
+        )
+    }
+}
+
+/// Prepares metadata-only plans: the runtime then dispatches each operation
+/// to the `SimEngine` passed to `Runtime::run`.
+#[derive(Debug)]
+struct MetadataPreparer;
+
+#[derive(Debug)]
+struct MetadataOperation {
+    binding: PreparedOperationBinding,
+    specialization: SpecializationProjection,
+}
+
+impl PreparedOperation for MetadataOperation {
+    fn binding(&self) -> &PreparedOperationBinding {
+        &self.binding
+    }
+
+    fn specialization(&self) -> &SpecializationProjection {
+        &self.specialization
+    }
+
+    fn retained_bytes(&self) -> usize {
+        0
+    }
+}
+
+fn metadata_plan(context: &CorePrepareContext<'_>) -> PrepareCapability {
+    PrepareCapability::Prepared(PreparedOperationPlan::metadata(Arc::new(
+        MetadataOperation {
+            binding: context.binding().clone(),
+            specialization: context.specialization().clone(),
+        },
+    )))
+}
+
+impl ElementwiseRuntime for MetadataPreparer {
+    fn prepare(
+        &self,
+        request: ElementwisePrepareRequest<'_>,
+    ) -> Result<PrepareCapability, PrepareError> {
+        Ok(metadata_plan(request.context()))
+    }
+}
+
+impl LayoutRuntime for MetadataPreparer {
+    fn prepare(
+        &self,
+        request: LayoutPrepareRequest<'_>,
+    ) -> Result<PrepareCapability, PrepareError> {
+        Ok(metadata_plan(request.context()))
+    }
+}
