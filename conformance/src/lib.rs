@@ -9,10 +9,10 @@
 //! # Examples
 //!
 //! ```
-//! use tenferro_transfer_conformance::{run_fixed_suite, BUILTIN_PROVIDERS};
+//! use tenferro_transfer_conformance::{run_fixed_suite, SuiteOptions, BUILTIN_PROVIDERS};
 //! use tenferro_tensor::DType;
 //!
-//! let report = run_fixed_suite(&BUILTIN_PROVIDERS, &[DType::F64], false);
+//! let report = run_fixed_suite(&BUILTIN_PROVIDERS, &SuiteOptions::quick(&[DType::F64]));
 //! assert!(!report.failed(), "{}", report.to_table());
 //! ```
 
@@ -25,6 +25,6 @@ mod suite;
 pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
 pub use report::{CaseResult, Report, RowHead, Summary, Verdict, ViolationRow};
 pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
-pub use suite::{all_dtypes, run_fixed_suite};
+pub use suite::{SuiteOptions, run_fixed_suite};
 pub use tenferro_mock_devices as mock_devices;
 pub use tenferro_transfer_harness as harness;

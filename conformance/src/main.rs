@@ -4,9 +4,10 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tenferro_transfer_conformance::harness::Rule;
+use tenferro_transfer_conformance::harness::{Rule, panic_message};
+use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::{
-    BUILTIN_PROVIDERS, BuiltinProvider, all_dtypes, builtin_provider, run_fixed_suite, selftest,
+    BUILTIN_PROVIDERS, BuiltinProvider, SuiteOptions, builtin_provider, run_fixed_suite, selftest,
 };
 
 /// Conformance suite for tenferro TransferProvider implementations.
@@ -25,6 +26,28 @@ struct Cli {
     /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host.
     #[arg(long = "provider", value_name = "NAME", global = true)]
     providers: Vec<String>,
+    /// Inject a fault into every provider of the suite run (repeatable), to
+    /// see how a broken provider is reported; e.g. one-ulp, wrong-dtype.
+    #[arg(long = "inject", value_name = "FAULT", value_parser = parse_fault)]
+    inject: Vec<Fault>,
+}
+
+fn parse_fault(name: &str) -> Result<Fault, String> {
+    Fault::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Fault::ALL.iter().map(|fault| fault.name()).collect();
+        format!("unknown fault `{name}`; known faults: {}", known.join(", "))
+    })
+}
+
+/// Silence the panics the broken providers inject on purpose (the Spy
+/// catches and reports them); every other panic still prints.
+fn quiet_injected_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !panic_message(info.payload()).starts_with("injected panic") {
+            default(info);
+        }
+    }));
 }
 
 #[derive(Debug, Subcommand)]
@@ -47,6 +70,7 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    quiet_injected_panics();
     let providers = match select(&cli.providers) {
         Ok(providers) => providers,
         Err(message) => {
@@ -56,7 +80,11 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Run) {
         Command::Run => {
-            let report = run_fixed_suite(&providers, &all_dtypes(), true);
+            let options = SuiteOptions {
+                inject: cli.inject.clone(),
+                ..SuiteOptions::default()
+            };
+            let report = run_fixed_suite(&providers, &options);
             let text = match cli.format {
                 Format::Table => Ok(report.to_table()),
                 Format::Json => report.to_json(),

@@ -1,11 +1,62 @@
 //! Running the fixed suite against the built-in providers.
 
+use std::sync::Arc;
+
 use tenferro_mock_devices::PRESET_DTYPES;
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::{Case, Oracle, Rig};
+use tenferro_transfer_harness::{Case, HarnessError, Oracle, Rig, Route};
 
 use crate::report::{CaseResult, Report, RowHead};
 use crate::{BuiltinProvider, fixed_shapes};
+
+/// What the fixed suite runs.
+#[derive(Clone, Debug)]
+pub struct SuiteOptions {
+    /// Dtypes to run (all seven by default).
+    pub dtypes: Vec<DType>,
+    /// Whether to include the million-element shape (yes by default).
+    pub include_large: bool,
+    /// Faults to inject into every provider (none by default): a way to see
+    /// what a failing provider looks like.
+    pub inject: Vec<Fault>,
+}
+
+impl Default for SuiteOptions {
+    fn default() -> Self {
+        Self {
+            dtypes: PRESET_DTYPES.to_vec(),
+            include_large: true,
+            inject: Vec::new(),
+        }
+    }
+}
+
+impl SuiteOptions {
+    /// The default options restricted to `dtypes`, without the large shape.
+    pub fn quick(dtypes: &[DType]) -> Self {
+        Self {
+            dtypes: dtypes.to_vec(),
+            include_large: false,
+            inject: Vec::new(),
+        }
+    }
+}
+
+/// The provider under test for `route`, with `inject` faults if any.
+fn provider_for(
+    provider: &BuiltinProvider,
+    route: &Route,
+    inject: &[Fault],
+) -> Result<Arc<dyn TransferProvider>, HarnessError> {
+    let inner = provider.provider(route)?;
+    Ok(if inject.is_empty() {
+        inner
+    } else {
+        Arc::new(Broken::new(inner, inject.to_vec()))
+    })
+}
 
 /// Run every dtype over the fixed shapes for each provider.
 ///
@@ -15,40 +66,43 @@ use crate::{BuiltinProvider, fixed_shapes};
 /// # Examples
 ///
 /// ```
-/// use tenferro_transfer_conformance::{builtin_provider, run_fixed_suite};
+/// use tenferro_transfer_conformance::{builtin_provider, run_fixed_suite, SuiteOptions};
 /// use tenferro_tensor::DType;
 ///
 /// let provider = builtin_provider("sim-peer").unwrap();
-/// let report = run_fixed_suite(&[*provider], &[DType::I32], false);
+/// let report = run_fixed_suite(&[*provider], &SuiteOptions::quick(&[DType::I32]));
 /// assert_eq!(report.summary.failed, 0);
 /// assert!(report.summary.passed > 0);
 /// ```
-pub fn run_fixed_suite(
-    providers: &[BuiltinProvider],
-    dtypes: &[DType],
-    include_large: bool,
-) -> Report {
+pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) -> Report {
     let mut report = Report::default();
-    let shapes = fixed_shapes(include_large);
+    let shapes = fixed_shapes(options.include_large);
+    let injected = options
+        .inject
+        .iter()
+        .map(|fault| fault.name())
+        .collect::<Vec<_>>()
+        .join("+");
     for provider in providers {
+        let name = if injected.is_empty() {
+            provider.name.to_owned()
+        } else {
+            format!("{}[{injected}]", provider.name)
+        };
         let route = provider.route();
-        let rig = route
+        let route_label = route.as_ref().map_or_else(|_| "?".to_owned(), Route::label);
+        let mut rig = route
             .as_ref()
             .map_err(ToString::to_string)
             .and_then(|route| {
-                let inner = provider
-                    .provider(route)
+                let inner = provider_for(provider, route, &options.inject)
                     .map_err(|error| error.to_string())?;
                 Rig::new(route.clone(), inner).map_err(|error| error.to_string())
             });
-        let route_label = route
-            .as_ref()
-            .map_or_else(|_| "?".to_owned(), |route| route.label());
-        let mut rig = rig;
-        for &dtype in dtypes {
+        for &dtype in &options.dtypes {
             for shape in &shapes {
                 let head = RowHead {
-                    provider: provider.name.to_owned(),
+                    provider: name.clone(),
                     route: route_label.clone(),
                     dtype: format!("{dtype:?}"),
                     shape: shape.shape.clone(),
@@ -83,9 +137,4 @@ pub fn run_fixed_suite(
         }
     }
     report
-}
-
-/// All seven preset dtypes.
-pub fn all_dtypes() -> Vec<DType> {
-    PRESET_DTYPES.to_vec()
 }

@@ -27,7 +27,7 @@ pub enum HarnessError {
         context: String,
         /// What tenferro said.
         #[source]
-        source: RuntimeConfigError,
+        source: Box<RuntimeConfigError>,
     },
     /// A simulated device could not be set up.
     #[error(transparent)]
@@ -63,7 +63,7 @@ impl HarnessError {
     pub(crate) fn config(context: impl Into<String>, source: RuntimeConfigError) -> Self {
         Self::Config {
             context: context.into(),
-            source,
+            source: Box::new(source),
         }
     }
 }

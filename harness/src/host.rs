@@ -98,7 +98,7 @@ impl SharedTensorAllocationDomain for HostDomain {
             shape,
         )?;
         with_element!(dtype, T => {
-            let zero = T::from_bytes(&vec![0_u8; T::WIDTH]).pop().ok_or_else(|| {
+            let zero = T::from_bytes(&[0_u8; 16][..T::WIDTH]).pop().ok_or_else(|| {
                 Error::runtime_state("HostDomain::allocate", "zero element image")
             })?;
             self.tensor(shape.to_vec(), vec![zero; count])

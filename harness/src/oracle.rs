@@ -279,12 +279,16 @@ fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
     let describe = |index: usize| {
         let element =
             |image: &[u8], at: usize| render(case.dtype(), &image[at * width..(at + 1) * width]);
-        let before = (index > 0)
-            .then(|| format!("[{}] {} ", index - 1, element(actual, index - 1)))
-            .unwrap_or_default();
-        let after = (index + 1 < case.len())
-            .then(|| format!(" [{}] {}", index + 1, element(actual, index + 1)))
-            .unwrap_or_default();
+        let before = if index > 0 {
+            format!("[{}] {} ", index - 1, element(actual, index - 1))
+        } else {
+            String::new()
+        };
+        let after = if index + 1 < case.len() {
+            format!(" [{}] {}", index + 1, element(actual, index + 1))
+        } else {
+            String::new()
+        };
         format!(
             "at {:?} (element {index}): expected {}, actual {}; context: {before}>[{index}] {}<{after}",
             unravel(index, case.shape()),

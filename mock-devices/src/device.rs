@@ -82,7 +82,7 @@ impl SimDevice {
         let full = format!("{name}{ordinal}");
         let config = |source: RuntimeConfigError| MockError::Config {
             device: full.clone(),
-            source,
+            source: Box::new(source),
         };
         let engine_id = EngineId::new(format!("tenferro-mock.{full}.v1"))
             .map_err(|error| config(error.into()))?;

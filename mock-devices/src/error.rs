@@ -22,6 +22,6 @@ pub enum MockError {
         device: String,
         /// What tenferro said.
         #[source]
-        source: RuntimeConfigError,
+        source: Box<RuntimeConfigError>,
     },
 }

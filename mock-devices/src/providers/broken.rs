@@ -107,6 +107,20 @@ impl Fault {
         }
     }
 
+    /// The fault called `name` (see [`Fault::name`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::providers::Fault;
+    ///
+    /// assert_eq!(Fault::from_name("one-ulp"), Some(Fault::OneUlp));
+    /// assert_eq!(Fault::from_name("no-such-fault"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|fault| fault.name() == name)
+    }
+
     fn corrupts_values(self) -> bool {
         matches!(
             self,

@@ -1,0 +1,164 @@
+//! The `transfer-conformance` binary: exit codes, JSON shape, bad input.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+#[test]
+fn the_main_job_reports_every_route_and_dtype_passing() {
+    let output = cli(&["--format", "json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = json(&output);
+    assert_eq!(report["summary"]["failed"], 0);
+    assert_eq!(report["summary"]["skipped"], 0);
+    let results = report["results"].as_array().unwrap();
+    for route in ["host->sim0", "sim0->host", "sim0->sim1", "host-src->host"] {
+        for dtype in ["F32", "F64", "I32", "I64", "Bool", "C32", "C64"] {
+            let rows: Vec<&Value> = results
+                .iter()
+                .filter(|row| row["route"] == route && row["dtype"] == dtype)
+                .collect();
+            assert!(
+                rows.iter().all(|row| row["verdict"] == "pass"),
+                "{route} {dtype}"
+            );
+            assert!(
+                rows.iter()
+                    .any(|row| row["layout"].as_str().unwrap().starts_with("view(")),
+                "{route} {dtype}"
+            );
+            assert!(
+                rows.iter()
+                    .any(|row| row["shape"] == serde_json::json!([1024, 1024])),
+                "{route} {dtype}"
+            );
+        }
+    }
+    for key in [
+        "provider",
+        "route",
+        "dtype",
+        "shape",
+        "layout",
+        "verdict",
+        "violations",
+    ] {
+        assert!(results[0].get(key).is_some(), "result rows have `{key}`");
+    }
+}
+
+#[test]
+fn a_wrong_value_is_visible_in_the_exit_code() {
+    let output = cli(&[
+        "--provider",
+        "sim-upload",
+        "--inject",
+        "one-ulp",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json(&output);
+    assert!(report["summary"]["failed"].as_u64().unwrap() > 0);
+    let violation = &report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["verdict"] == "fail")
+        .unwrap()["violations"][0];
+    assert_eq!(violation["rule"], "values");
+    assert!(violation["message"].as_str().unwrap().contains("1 of"));
+}
+
+#[test]
+fn unknown_flags_providers_and_faults_are_rejected_clearly() {
+    let output = cli(&["--no-such-flag"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--no-such-flag"));
+
+    let output = cli(&["--provider", "cuda-upload"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("unknown provider `cuda-upload`") && stderr.contains("sim-upload"),
+        "{stderr}"
+    );
+
+    let output = cli(&["--inject", "gremlins"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown fault `gremlins`"));
+}
+
+#[test]
+fn rules_lists_the_whole_catalogue() {
+    let output = cli(&["rules", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let ids: Vec<String> = json(&output)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| rule["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "dtype",
+            "shape",
+            "buffer-length",
+            "placement",
+            "residency",
+            "completion",
+            "values",
+            "no-error",
+            "no-panic",
+            "deadline",
+            "no-leak",
+            "runtime-agreement"
+        ]
+    );
+}
+
+#[test]
+fn self_test_json_has_the_documented_shape_and_passes() {
+    let output = cli(&["self-test", "--format", "json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let report = json(&output);
+    assert_eq!(report["disagreements"], 0);
+    for row in report["providers"].as_array().unwrap() {
+        for key in [
+            "name",
+            "expected_rules",
+            "caught_rules",
+            "cases",
+            "missed",
+            "false_alarms",
+        ] {
+            assert!(row.get(key).is_some(), "{key}");
+        }
+        assert_eq!(row["missed"], 0, "{}", row["name"]);
+        assert_eq!(row["false_alarms"], 0, "{}", row["name"]);
+    }
+    // Injected panics are caught and reported, not printed.
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("injected panic"));
+}

@@ -1,0 +1,104 @@
+//! insta snapshots, in the top-level `snapshots/` folder, of every runtime
+//! contract error a real run produces and of the oracle's report for every
+//! broken provider of the self-test.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use tenferro_mock_devices::PRESET_DTYPES;
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_tensor::DType;
+use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, Rig, RuntimeVerdict};
+use tenferro_transfer_conformance::{BUILTIN_PROVIDERS, builtin_provider, fixed_shapes, selftest};
+
+/// Snapshots live in `snapshots/` at the workspace root, and process-unique
+/// numbers are redacted.
+macro_rules! with_snapshot_settings {
+    ($body:block) => {
+        insta::with_settings!({
+            snapshot_path => "../../snapshots",
+            prepend_module_to_snapshot => false,
+            filters => vec![
+                (r"AllocationDomainId\(\d+\)", "AllocationDomainId([domain])"),
+                (r"EventDomainId\s*\{[^}]*\}", "EventDomainId { [domain] }"),
+                (r"0x[0-9a-f]{12,16}\b", "[address]"),
+            ],
+        }, $body)
+    };
+}
+
+/// The runtime's own rejection of a broken sim-upload output, from a real run.
+fn contract_error(fault: Fault) -> String {
+    let builtin = builtin_provider("sim-upload").unwrap();
+    let route = builtin.route().unwrap();
+    let broken = Broken::new(builtin.provider(&route).unwrap(), vec![fault]);
+    let mut rig = Rig::new(route, Arc::new(broken)).unwrap();
+    let case = Case::patterned(DType::F32, vec![7, 3], Layout::Owned).unwrap();
+    match rig.run(&case).unwrap().runtime {
+        RuntimeVerdict::ContractError {
+            variant,
+            message,
+            debug,
+        } => {
+            format!("variant: {variant}\ndisplay: {message}\ndebug: {debug}\n")
+        }
+        other => panic!("{fault:?} did not produce a contract error: {other:?}"),
+    }
+}
+
+#[test]
+fn runtime_contract_errors_from_real_runs() {
+    for (fault, variant) in [
+        (Fault::WrongDtype, "DTypeMismatch"),
+        (Fault::RankChanged, "ShapeMismatch"),
+        (Fault::LyingLength, "InvalidBufferLength"),
+        (Fault::HostPlacement, "DestinationPlacementMismatch"),
+        (Fault::ForeignDomain, "DestinationResidencyMismatch"),
+    ] {
+        let text = contract_error(fault);
+        assert!(text.starts_with(&format!("variant: {variant}\n")), "{text}");
+        with_snapshot_settings!({
+            insta::assert_snapshot!(format!("contract-error-{variant}"), text);
+        });
+    }
+}
+
+#[test]
+fn oracle_reports_of_every_broken_provider() {
+    for spec in selftest::catalogue() {
+        // The first case, in a fixed order, on which the fault applies.
+        let found = BUILTIN_PROVIDERS.iter().find_map(|builtin| {
+            let route = builtin.route().unwrap();
+            PRESET_DTYPES.iter().find_map(|&dtype| {
+                fixed_shapes(false).into_iter().find_map(|shape| {
+                    let case = Case::patterned(dtype, shape.shape, shape.layout).unwrap();
+                    spec.applies(&case, &route)
+                        .then(|| (*builtin, route.clone(), case))
+                })
+            })
+        });
+        let (builtin, route, case) =
+            found.unwrap_or_else(|| panic!("{} applies nowhere", spec.name()));
+        let broken = Broken::new(builtin.provider(&route).unwrap(), spec.faults.clone());
+        let mut rig = Rig::new(route.clone(), Arc::new(broken)).unwrap();
+        let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
+        let mut text = format!(
+            "provider: {}\nroute: {}\ncase: {:?} {:?} {}\n",
+            spec.name(),
+            route.label(),
+            case.dtype(),
+            case.shape(),
+            case.layout_label()
+        );
+        for violation in &judgement.violations {
+            let _ = writeln!(text, "violation {}: {}", violation.rule, violation.message);
+        }
+        for unchecked in &judgement.unchecked {
+            let _ = writeln!(text, "unchecked {}: {}", unchecked.rule, unchecked.reason);
+        }
+        assert_eq!(judgement.rules(), spec.expected, "{text}");
+        with_snapshot_settings!({
+            insta::assert_snapshot!(format!("oracle-{}", spec.name()), text);
+        });
+    }
+}

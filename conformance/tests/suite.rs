@@ -1,0 +1,128 @@
+//! The fixed suite and the self-test, as `cargo test` runs them.
+
+use std::sync::Arc;
+
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_tensor::DType;
+use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, Rig, Rule};
+use tenferro_transfer_conformance::{
+    BUILTIN_PROVIDERS, SuiteOptions, Verdict, builtin_provider, fixed_shapes, run_fixed_suite,
+    selftest,
+};
+
+#[test]
+fn reference_providers_pass_every_route_dtype_and_fixed_shape() {
+    let report = run_fixed_suite(&BUILTIN_PROVIDERS, &SuiteOptions::default());
+    assert!(!report.failed(), "{}", report.to_table());
+    assert_eq!(
+        report.summary.passed,
+        BUILTIN_PROVIDERS.len() * 7 * fixed_shapes(true).len()
+    );
+    assert_eq!(report.summary.skipped, 0);
+    for name in ["strided-view", "large"] {
+        let shape = fixed_shapes(true)
+            .into_iter()
+            .find(|shape| shape.name == name)
+            .unwrap()
+            .shape;
+        assert_eq!(
+            report
+                .results
+                .iter()
+                .filter(|row| row.shape == shape)
+                .count(),
+            4 * 7,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn an_injected_fault_fails_the_suite() {
+    let options = SuiteOptions {
+        inject: vec![Fault::Swapped],
+        ..SuiteOptions::quick(&[DType::I64])
+    };
+    let report = run_fixed_suite(&[*builtin_provider("sim-download").unwrap()], &options);
+    assert!(report.failed());
+    let failed: Vec<_> = report
+        .results
+        .iter()
+        .filter(|row| row.verdict == Verdict::Fail)
+        .collect();
+    assert!(failed.iter().all(|row| {
+        row.violations
+            .iter()
+            .all(|violation| violation.rule == "values")
+    }));
+    assert!(
+        failed
+            .iter()
+            .all(|row| row.provider == "sim-download[swapped]")
+    );
+}
+
+#[test]
+fn the_self_test_kill_matrix_is_exact() {
+    let report = selftest::run(&BUILTIN_PROVIDERS);
+    assert!(report.passed(), "{}", report.to_table());
+    assert_eq!(report.disagreements, 0);
+    for spec in selftest::catalogue() {
+        let row = report
+            .providers
+            .iter()
+            .find(|row| row.name == spec.name())
+            .unwrap();
+        assert!(row.cases > 0, "{} never applied", row.name);
+        assert_eq!(row.caught_rules, spec.expected, "{}", row.name);
+    }
+    let references: Vec<_> = report
+        .providers
+        .iter()
+        .filter(|row| row.name.starts_with("reference:"))
+        .collect();
+    assert_eq!(references.len(), 4);
+    assert!(
+        references
+            .iter()
+            .all(|row| row.caught_rules.is_empty() && row.cases > 0)
+    );
+}
+
+#[test]
+fn a_provider_with_two_faults_shows_both_rules() {
+    let builtin = builtin_provider("sim-upload").unwrap();
+    let route = builtin.route().unwrap();
+    let broken = Broken::new(
+        builtin.provider(&route).unwrap(),
+        vec![Fault::WrongDtype, Fault::HostPlacement],
+    );
+    let mut rig = Rig::new(route.clone(), Arc::new(broken)).unwrap();
+    let case = Case::patterned(DType::F32, vec![7, 3], Layout::Owned).unwrap();
+    let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
+    assert_eq!(
+        judgement.rules(),
+        vec![Rule::Dtype, Rule::Placement],
+        "{judgement:?}"
+    );
+}
+
+#[test]
+fn every_rule_the_builtin_routes_can_break_has_a_broken_provider() {
+    let covered: Vec<Rule> = selftest::catalogue()
+        .iter()
+        .flat_map(|spec| spec.expected.clone())
+        .collect();
+    for rule in [
+        Rule::Dtype,
+        Rule::Shape,
+        Rule::BufferLength,
+        Rule::Placement,
+        Rule::Residency,
+        Rule::Values,
+        Rule::NoError,
+        Rule::NoPanic,
+    ] {
+        assert!(covered.contains(&rule), "no broken provider for {rule}");
+    }
+}

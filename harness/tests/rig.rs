@@ -1,0 +1,290 @@
+//! The rig against the real runtime: request metadata, bit-exact values,
+//! caught failures, and reuse of prepared plans.
+
+use std::sync::Arc;
+
+use rstest::rstest;
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_mock_devices::{SimDownload, SimPeer, SimUpload};
+use tenferro_runtime::TransferProvider;
+use tenferro_tensor::{Complex, DType};
+use tenferro_transfer_harness::{
+    Case, Endpoint, HostProvider, Layout, Oracle, ProviderResult, Rig, Route, Rule, RuntimeVerdict,
+    ViewAxis, ViewSpec,
+};
+
+/// A route and its reference provider.
+fn reference(route: Route) -> (Route, Arc<dyn TransferProvider>) {
+    let provider: Arc<dyn TransferProvider> = match (route.source(), route.destination()) {
+        (Endpoint::Host(_), Endpoint::Sim(device)) => Arc::new(SimUpload::new(device.clone())),
+        (Endpoint::Sim(device), Endpoint::Host(_)) => Arc::new(SimDownload::new(device.clone())),
+        (Endpoint::Sim(from), Endpoint::Sim(to)) => {
+            Arc::new(SimPeer::new(from.clone(), to.clone()))
+        }
+        (Endpoint::Host(_), Endpoint::Host(_)) => Arc::new(HostProvider::new()),
+        _ => unreachable!("the four built-in route kinds"),
+    };
+    (route, provider)
+}
+
+fn routes() -> Vec<Route> {
+    vec![
+        Route::host_to_sim().unwrap(),
+        Route::sim_to_host().unwrap(),
+        Route::sim_to_sim().unwrap(),
+        Route::host_to_host().unwrap(),
+    ]
+}
+
+fn view_case() -> Case {
+    let spec = ViewSpec {
+        backing_shape: vec![6, 5],
+        axes: vec![
+            ViewAxis {
+                first: 4,
+                step: -2,
+                len: 3,
+            },
+            ViewAxis {
+                first: 1,
+                step: 3,
+                len: 2,
+            },
+        ],
+        permutation: vec![],
+    };
+    Case::patterned(DType::F64, spec.shape(), Layout::View(spec)).unwrap()
+}
+
+#[rstest]
+#[case::host_to_sim(0)]
+#[case::sim_to_host(1)]
+#[case::sim_to_sim(2)]
+#[case::host_to_host(3)]
+fn request_metadata_matches_the_route_and_the_snapshot(#[case] index: usize) {
+    let (route, provider) = reference(routes().swap_remove(index));
+    let mut rig = Rig::new(route.clone(), provider).unwrap();
+    let case = view_case();
+    let outcome = rig.run(&case).unwrap();
+    let request = &outcome.call().expect("exactly one provider call").request;
+
+    assert_eq!(&request.source_engine_id, route.source().engine_id());
+    assert_eq!(
+        &request.destination_engine_id,
+        route.destination().engine_id()
+    );
+    assert_eq!(
+        request.source_storage_class,
+        route.source().storage_class().unwrap()
+    );
+    assert_eq!(
+        request.destination_storage_class,
+        route.destination().storage_class().unwrap()
+    );
+    assert_ne!(
+        request.source_provider_device_identity,
+        request.destination_provider_device_identity
+    );
+    // The rig read these from `runtime.snapshot()?.engine(id)?.event_domain_id()`.
+    assert_eq!(
+        (
+            request.source_event_domain_id,
+            request.destination_event_domain_id
+        ),
+        rig.event_domains()
+    );
+    assert_eq!(outcome.snapshot_event_domains, rig.event_domains());
+    assert_ne!(
+        request.source_event_domain_id,
+        request.destination_event_domain_id
+    );
+
+    let Layout::View(spec) = case.layout() else {
+        unreachable!()
+    };
+    assert!(request.input_is_view);
+    assert_eq!(request.input_dtype, DType::F64);
+    assert_eq!(request.input_shape, case.shape());
+    assert_eq!(request.input_strides, spec.strides());
+    assert_eq!(request.input_offset, spec.offset());
+    assert!(Oracle.judge(&case, &route, &outcome).passed());
+}
+
+fn specials(dtype: DType) -> Case {
+    match dtype {
+        DType::F32 => Case::from_values(
+            vec![9],
+            [
+                0x7fc0_1234_u32,
+                0x7fa0_0001,
+                0x8000_0000,
+                0x0000_0001,
+                0x807f_ffff,
+                0x7f80_0000,
+                0xff80_0000,
+                0x7f7f_ffff,
+                0xff7f_ffff,
+            ]
+            .map(f32::from_bits)
+            .to_vec(),
+        ),
+        DType::F64 => Case::from_values(
+            vec![3, 3],
+            [
+                0x7ff8_0000_dead_beef_u64,
+                0x7ff4_0000_0000_0001,
+                0x8000_0000_0000_0000,
+                0x0000_0000_0000_0001,
+                0x800f_ffff_ffff_ffff,
+                0x7ff0_0000_0000_0000,
+                0xfff0_0000_0000_0000,
+                0x7fef_ffff_ffff_ffff,
+                0xffef_ffff_ffff_ffff,
+            ]
+            .map(f64::from_bits)
+            .to_vec(),
+        ),
+        DType::I32 => Case::from_values(vec![4], vec![i32::MIN, i32::MAX, -1, 0]),
+        DType::I64 => Case::from_values(vec![2, 2], vec![i64::MIN, i64::MAX, -1, 0]),
+        DType::Bool => Case::from_values(vec![5], vec![false, true, true, false, true]),
+        DType::C32 => Case::from_values(
+            vec![3],
+            vec![
+                Complex::new(f32::from_bits(0x7fc0_0bad), -0.0),
+                Complex::new(f32::from_bits(1), f32::INFINITY),
+                Complex::new(-0.0, f32::from_bits(0x7fa0_0001)),
+            ],
+        ),
+        DType::C64 => Case::from_values(
+            vec![2],
+            vec![
+                Complex::new(f64::from_bits(0x7ff8_0000_0000_0bad), f64::from_bits(1)),
+                Complex::new(-0.0, f64::NEG_INFINITY),
+            ],
+        ),
+        _ => unreachable!(),
+    }
+    .unwrap()
+}
+
+#[rstest]
+fn special_values_arrive_bit_exact(
+    #[values(0, 1, 2, 3)] route: usize,
+    #[values(
+        DType::F32,
+        DType::F64,
+        DType::I32,
+        DType::I64,
+        DType::Bool,
+        DType::C32,
+        DType::C64
+    )]
+    dtype: DType,
+) {
+    let (route, provider) = reference(routes().swap_remove(route));
+    let mut rig = Rig::new(route.clone(), provider).unwrap();
+    let case = specials(dtype);
+    let outcome = rig.run(&case).unwrap();
+    let Some(ProviderResult::Returned(returned)) = outcome.call().map(|call| &call.result) else {
+        panic!("the provider did not return: {outcome:?}");
+    };
+    assert_eq!(
+        returned.bytes.as_deref(),
+        Ok(case.values()),
+        "provider output bits"
+    );
+    let RuntimeVerdict::Accepted(output) = &outcome.runtime else {
+        panic!(
+            "the runtime rejected a reference transfer: {:?}",
+            outcome.runtime
+        );
+    };
+    assert_eq!(
+        output.bytes.as_deref(),
+        Ok(case.values()),
+        "bits after the destination consumed them"
+    );
+    assert!(Oracle.judge(&case, &route, &outcome).passed());
+}
+
+#[test]
+fn a_wrong_value_fails_the_case_with_a_precise_message() {
+    let (route, provider) = reference(Route::host_to_sim().unwrap());
+    let mut rig = Rig::new(
+        route.clone(),
+        Arc::new(Broken::new(provider, vec![Fault::OneUlp])),
+    )
+    .unwrap();
+    let case = Case::from_values(vec![2, 2], vec![1.5_f32, 2.0, 3.0, 4.0]).unwrap();
+    let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
+    assert_eq!(judgement.rules(), vec![Rule::Values]);
+    let message = &judgement.violations[0].message;
+    assert!(message.starts_with("1 of 4 elements differ; first at [0, 0] (element 0): expected 1.5 (0x3fc00000), actual 1.5000001 (0x3fc00001)"), "{message}");
+}
+
+#[test]
+fn provider_errors_and_panics_are_outcomes_and_the_rig_stays_usable() {
+    let (route, provider) = reference(Route::sim_to_sim().unwrap());
+    let case = Case::patterned(DType::I32, vec![3], Layout::Owned).unwrap();
+
+    let mut failing = Rig::new(
+        route.clone(),
+        Arc::new(Broken::new(Arc::clone(&provider), vec![Fault::ErrOnValid])),
+    )
+    .unwrap();
+    let outcome = failing.run(&case).unwrap();
+    assert!(
+        matches!(&outcome.runtime, RuntimeVerdict::ProviderError { message, .. } if message.contains("injected failure"))
+    );
+    assert_eq!(
+        Oracle.judge(&case, &route, &outcome).rules(),
+        vec![Rule::NoError]
+    );
+
+    let mut panicking = Rig::new(
+        route.clone(),
+        Arc::new(Broken::new(provider, vec![Fault::Panic])),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let outcome = panicking.run(&case).unwrap();
+        assert!(
+            matches!(&outcome.runtime, RuntimeVerdict::ProviderPanicked { message } if message.contains("injected panic"))
+        );
+        assert_eq!(
+            Oracle.judge(&case, &route, &outcome).rules(),
+            vec![Rule::NoPanic]
+        );
+    }
+}
+
+#[test]
+fn prepared_plans_are_reused_per_signature() {
+    let (route, provider) = reference(Route::host_to_sim().unwrap());
+    let mut rig = Rig::new(route, provider).unwrap();
+    let small = Case::patterned(DType::F32, vec![4], Layout::Owned).unwrap();
+    rig.run(&small).unwrap();
+    rig.run(&small).unwrap();
+    assert_eq!(rig.prepared_count(), 1);
+    rig.run(&Case::patterned(DType::F32, vec![5], Layout::Owned).unwrap())
+        .unwrap();
+    assert_eq!(rig.prepared_count(), 2);
+}
+
+#[test]
+fn an_outcome_without_exactly_one_provider_call_is_reported_not_passed() {
+    let (route, provider) = reference(Route::host_to_sim().unwrap());
+    let mut rig = Rig::new(route.clone(), provider).unwrap();
+    let case = Case::patterned(DType::F64, vec![2], Layout::Owned).unwrap();
+    let mut outcome = rig.run(&case).unwrap();
+    let call = outcome.calls[0].clone();
+    for calls in [vec![], vec![call.clone(), call]] {
+        outcome.calls = calls;
+        let judgement = Oracle.judge(&case, &route, &outcome);
+        assert_eq!(
+            judgement.rules(),
+            vec![Rule::RuntimeAgreement],
+            "{judgement:?}"
+        );
+    }
+}
