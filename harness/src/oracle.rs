@@ -198,10 +198,11 @@ fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement
         judgement.violate(
             Rule::Residency,
             format!(
-                "output storage is backend family {:?} in {:?}, destination {} requires {storage}",
+                "output storage is backend family {:?} in {:?}, destination {} requires {storage}{}",
                 returned.backend_family,
                 returned.allocation_domain,
-                destination.name()
+                destination.name(),
+                residency_difference(&storage, returned),
             ),
         );
     }
@@ -222,6 +223,24 @@ fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement
         Ok(bytes) => {
             if let Some(message) = compare_values(case, bytes) {
                 judgement.violate(Rule::Values, message);
+            }
+        }
+    }
+}
+
+/// Which part of the storage identity is wrong, in words, because the
+/// numbers of allocation domains mean little to a reader.
+fn residency_difference(storage: &crate::StorageRule, returned: &ReturnedTensor) -> &'static str {
+    match storage {
+        crate::StorageRule::PlainHost => " (the output is backend storage, not plain host memory)",
+        crate::StorageRule::Domain { family, domain } => {
+            match (
+                returned.backend_family == Some(family),
+                returned.allocation_domain == Some(*domain),
+            ) {
+                (true, false) => " (the allocation domain is foreign)",
+                (false, true) => " (the backend family is wrong)",
+                _ => " (both the backend family and the allocation domain are wrong)",
             }
         }
     }
@@ -280,17 +299,17 @@ fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
         let element =
             |image: &[u8], at: usize| render(case.dtype(), &image[at * width..(at + 1) * width]);
         let before = if index > 0 {
-            format!("[{}] {} ", index - 1, element(actual, index - 1))
+            format!("[{}] {}, ", index - 1, element(actual, index - 1))
         } else {
             String::new()
         };
         let after = if index + 1 < case.len() {
-            format!(" [{}] {}", index + 1, element(actual, index + 1))
+            format!(", [{}] {}", index + 1, element(actual, index + 1))
         } else {
             String::new()
         };
         format!(
-            "at {:?} (element {index}): expected {}, actual {}; context: {before}>[{index}] {}<{after}",
+            "at {:?} (element {index}): expected {}, actual {}; actual around it: {before}*[{index}] {}*{after}",
             unravel(index, case.shape()),
             element(expected, index),
             element(actual, index),
