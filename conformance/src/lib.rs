@@ -17,6 +17,7 @@
 //! ```
 
 mod builtin;
+pub mod generated;
 mod report;
 pub mod selftest;
 mod shapes;

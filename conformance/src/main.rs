@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_generated};
+use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
 use tenferro_transfer_conformance::harness::{Rule, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::{
@@ -28,7 +30,7 @@ struct Cli {
     providers: Vec<String>,
     /// Inject a fault into every provider of the suite run (repeatable), to
     /// see how a broken provider is reported; e.g. one-ulp, wrong-dtype.
-    #[arg(long = "inject", value_name = "FAULT", value_parser = parse_fault)]
+    #[arg(long = "inject", value_name = "FAULT", value_parser = parse_fault, global = true)]
     inject: Vec<Fault>,
 }
 
@@ -58,6 +60,26 @@ enum Command {
     Rules,
     /// Run every deliberately broken provider and print the kill matrix.
     SelfTest,
+    /// Run proptest-generated cases through each provider; a failure is
+    /// shrunk to a minimal case and printed with a replay command.
+    Generated {
+        /// Case profile: quick, default or deep.
+        #[arg(long, default_value = "default", value_parser = parse_profile)]
+        profile: Profile,
+        /// Generator seed (drawn when absent; always printed).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Replay one case recipe (the JSON a failing generated run prints).
+    Replay {
+        /// The recipe.
+        recipe: String,
+    },
+}
+
+fn parse_profile(name: &str) -> Result<Profile, String> {
+    name.parse()
+        .map_err(|error: tenferro_transfer_conformance::harness::HarnessError| error.to_string())
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -102,6 +124,63 @@ fn main() -> ExitCode {
                 Format::Json => report.to_json(),
             };
             finish(text, !report.passed())
+        }
+        Command::Generated { profile, seed } => {
+            let options = GeneratedOptions {
+                seed,
+                inject: cli.inject.clone(),
+                ..GeneratedOptions::new(profile)
+            };
+            let mut reports = Vec::new();
+            for provider in &providers {
+                match run_generated(provider, &options) {
+                    Ok(report) => reports.push(report),
+                    Err(error) => {
+                        eprintln!("error: {}: {error}", provider.name);
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let failed = reports.iter().any(|report| report.failure.is_some());
+            let text = match cli.format {
+                Format::Table => Ok(reports
+                    .iter()
+                    .map(|report| report.to_text())
+                    .collect::<String>()),
+                Format::Json => serde_json::to_string_pretty(&reports),
+            };
+            finish(text, failed)
+        }
+        Command::Replay { recipe } => {
+            let recipe: Recipe = match recipe.parse() {
+                Ok(recipe) => recipe,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut failed = false;
+            let mut out = String::new();
+            for provider in &providers {
+                match replay(provider, &cli.inject, &recipe) {
+                    Ok(judgement) => {
+                        failed |= !judgement.passed();
+                        out.push_str(&format!(
+                            "{}: {}\n",
+                            provider.name,
+                            if judgement.passed() { "pass" } else { "FAIL" }
+                        ));
+                        for violation in &judgement.violations {
+                            out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
+                        }
+                    }
+                    Err(error) => {
+                        failed = true;
+                        out.push_str(&format!("{}: cannot replay: {error}\n", provider.name));
+                    }
+                }
+            }
+            finish(Ok(out), failed)
         }
     }
 }

@@ -45,7 +45,7 @@ impl SuiteOptions {
 }
 
 /// The provider under test for `route`, with `inject` faults if any.
-fn provider_for(
+pub(crate) fn provider_for(
     provider: &BuiltinProvider,
     route: &Route,
     inject: &[Fault],

@@ -1,6 +1,6 @@
 //! `Case`: one tensor to transfer: dtype, shape, layout and values.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tenferro_mock_devices::{Element, element_width};
 use tenferro_tensor::{Complex, DType};
 
@@ -8,7 +8,7 @@ use crate::HarnessError;
 
 /// One axis of a strided view: the backing coordinate of its first element,
 /// the step between elements (negative walks backwards) and its extent.
-#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize)]
+#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize, Deserialize)]
 pub struct ViewAxis {
     /// Backing coordinate of the view's first element on this axis.
     pub first: usize,
@@ -23,7 +23,7 @@ pub struct ViewAxis {
 ///
 /// tenferro builds the view itself (`slice_view`, `transpose_view`), so every
 /// layout a `ViewSpec` describes is one tenferro accepts.
-#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize)]
+#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize, Deserialize)]
 pub struct ViewSpec {
     /// Shape of the backing tensor.
     pub backing_shape: Vec<usize>,
@@ -150,7 +150,7 @@ impl ViewSpec {
 }
 
 /// How the input tensor is laid out on the source.
-#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize)]
+#[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Layout {
@@ -218,6 +218,16 @@ impl Case {
         }
         if let Layout::View(spec) = &layout {
             spec.validate().map_err(invalid)?;
+            let backing = spec
+                .backing_shape
+                .iter()
+                .try_fold(1_usize, |count, &extent| count.checked_mul(extent));
+            if backing.is_none_or(|count| count > MAX_BACKING_ELEMENTS) {
+                return Err(invalid(format!(
+                    "view backing {:?} exceeds {MAX_BACKING_ELEMENTS} elements",
+                    spec.backing_shape
+                )));
+            }
             if spec.shape() != shape {
                 return Err(invalid(format!(
                     "view shape {:?} differs from case shape {shape:?}",
@@ -340,6 +350,9 @@ impl Case {
     }
 }
 
+/// The largest backing tensor a view case may have (64 Mi elements).
+pub const MAX_BACKING_ELEMENTS: usize = 1 << 26;
+
 /// The value a view's backing buffer holds outside the view.
 pub trait Filler {
     /// A bit pattern that no generated value uses at index 0.
@@ -368,7 +381,7 @@ impl Filler for Complex<f64> {
     const FILLER: Self = Complex::new(f64::FILLER, f64::FILLER);
 }
 
-const F32_SPECIALS: [u32; 10] = [
+pub(crate) const F32_SPECIALS: [u32; 10] = [
     0x3fc0_0000, // 1.5
     0x7fc0_1234, // quiet NaN with payload
     0x8000_0000, // -0.0
@@ -380,7 +393,7 @@ const F32_SPECIALS: [u32; 10] = [
     0xff7f_ffff, // MIN
     0x807f_ffff, // largest negative subnormal
 ];
-const F64_SPECIALS: [u64; 10] = [
+pub(crate) const F64_SPECIALS: [u64; 10] = [
     0x3ff8_0000_0000_0000,
     0x7ff8_0000_dead_beef,
     0x8000_0000_0000_0000,
@@ -394,7 +407,7 @@ const F64_SPECIALS: [u64; 10] = [
 ];
 
 /// A cheap, well-mixed 64-bit hash of an index (splitmix64).
-fn mix(index: u64) -> u64 {
+pub(crate) fn mix(index: u64) -> u64 {
     let mut z = index.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

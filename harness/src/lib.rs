@@ -32,8 +32,9 @@ mod route;
 mod rule;
 mod spy;
 mod stage;
+pub mod strategy;
 
-pub use case::{Case, Filler, Layout, ViewAxis, ViewSpec};
+pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use error::HarnessError;
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
 pub use oracle::{Judgement, Oracle, Unchecked, Violation};

@@ -60,13 +60,22 @@ pub enum Fault {
     IgnoreOffset,
     /// `no-error`: returns `Err` for a valid input.
     ErrOnValid,
+    /// `values`, in a narrow corner: element 0 is one ULP off, but only for
+    /// C64 tensors of rank 2 or more whose last dimension is odd.
+    CornerC64OddLastDim,
+    /// `values`, in a narrow corner: only the last element is one ULP off,
+    /// and only when the input is a view with a non-zero offset.
+    CornerLastOfOffsetView,
+    /// `values`, in a narrow corner: element 0 is one ULP off, but only when
+    /// the tensor holds more than 4096 elements.
+    CornerAbove4096,
     /// `no-panic`: panics.
     Panic,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 16] = [
+    pub const ALL: [Fault; 19] = [
         Fault::WrongDtype,
         Fault::RankChanged,
         Fault::DimsPermuted,
@@ -82,6 +91,9 @@ impl Fault {
         Fault::IgnoreStrides,
         Fault::IgnoreOffset,
         Fault::ErrOnValid,
+        Fault::CornerC64OddLastDim,
+        Fault::CornerLastOfOffsetView,
+        Fault::CornerAbove4096,
         Fault::Panic,
     ];
 
@@ -103,6 +115,9 @@ impl Fault {
             Fault::IgnoreStrides => "ignore-strides",
             Fault::IgnoreOffset => "ignore-offset",
             Fault::ErrOnValid => "err-on-valid",
+            Fault::CornerC64OddLastDim => "corner-c64-odd-last-dim",
+            Fault::CornerLastOfOffsetView => "corner-last-of-offset-view",
+            Fault::CornerAbove4096 => "corner-above-4096",
             Fault::Panic => "panic",
         }
     }
@@ -125,6 +140,9 @@ impl Fault {
         matches!(
             self,
             Fault::OneUlp
+                | Fault::CornerC64OddLastDim
+                | Fault::CornerLastOfOffsetView
+                | Fault::CornerAbove4096
                 | Fault::CanonicalNan
                 | Fault::NegativeZeroLost
                 | Fault::Swapped
@@ -251,6 +269,27 @@ fn corrupt_values<T: Element>(
     let width = T::WIDTH;
     match fault {
         Fault::OneUlp => bump_first(&mut bytes, T::DTYPE),
+        Fault::CornerC64OddLastDim => {
+            let shape = input.shape();
+            if T::DTYPE == DType::C64
+                && shape.len() >= 2
+                && shape.last().is_some_and(|last| last % 2 == 1)
+            {
+                bump_first(&mut bytes, T::DTYPE);
+            }
+        }
+        Fault::CornerLastOfOffsetView => {
+            let offset = T::typed_view(input.clone().tensor_view()).map_or(0, |view| view.offset());
+            if matches!(input, TensorRead::View(_)) && offset != 0 && !values.is_empty() {
+                let last = (values.len() - 1) * width;
+                bump_first(&mut bytes[last..], T::DTYPE);
+            }
+        }
+        Fault::CornerAbove4096 => {
+            if values.len() > 4096 {
+                bump_first(&mut bytes, T::DTYPE);
+            }
+        }
         Fault::CanonicalNan => for_each_float_part(&mut bytes, T::DTYPE, canonicalise_nan),
         Fault::NegativeZeroLost => for_each_float_part(&mut bytes, T::DTYPE, lose_negative_zero),
         Fault::Swapped => {

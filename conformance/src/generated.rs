@@ -1,0 +1,301 @@
+//! The generated suite: proptest-drawn cases through a built-in provider,
+//! shrunk to one minimal failing case with a command that replays it.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+};
+use serde::Serialize;
+use tenferro_mock_devices::providers::Fault;
+use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
+use tenferro_transfer_harness::{HarnessError, Judgement, Oracle, Rig, Route};
+
+use crate::BuiltinProvider;
+use crate::report::ViolationRow;
+use crate::suite::provider_for;
+
+/// Environment variable holding a recipe (one line of JSON) that the
+/// generated suite replays instead of generating cases.
+pub const REPLAY_ENV: &str = "TRANSFER_CONFORMANCE_REPLAY";
+/// Environment variable fixing the generator's seed.
+pub const SEED_ENV: &str = "TRANSFER_CONFORMANCE_SEED";
+
+/// How to run the generated suite.
+#[derive(Clone, Debug)]
+pub struct GeneratedOptions {
+    /// The profile.
+    pub profile: Profile,
+    /// The generator's seed; `None` draws one (and reports it).
+    pub seed: Option<u64>,
+    /// Faults to inject into the provider.
+    pub inject: Vec<Fault>,
+    /// Where proptest keeps failing seeds, relative to the working directory
+    /// (under `cargo test`, the calling crate); `None` keeps none.
+    pub regressions: Option<&'static str>,
+}
+
+impl GeneratedOptions {
+    /// `profile`, a drawn seed, no faults, no regression file.
+    pub fn new(profile: Profile) -> Self {
+        Self {
+            profile,
+            seed: None,
+            inject: Vec::new(),
+            regressions: None,
+        }
+    }
+
+    /// The seed from [`SEED_ENV`] when it is set.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::InvalidCase`] if the variable is not a number.
+    pub fn with_env_seed(mut self) -> Result<Self, HarnessError> {
+        if let Ok(text) = std::env::var(SEED_ENV) {
+            self.seed = Some(text.parse().map_err(|_| HarnessError::InvalidCase {
+                reason: format!("{SEED_ENV}={text} is not an unsigned integer"),
+            })?);
+        }
+        Ok(self)
+    }
+}
+
+/// The shrunk failing case.
+#[derive(Clone, Debug, Serialize)]
+pub struct GeneratedFailure {
+    /// The minimal recipe that still fails.
+    pub minimal: Recipe,
+    /// Its violations.
+    pub violations: Vec<ViolationRow>,
+    /// A CLI command that replays exactly that case.
+    pub replay_command: String,
+    /// The same for `cargo test`.
+    pub replay_env: String,
+}
+
+/// What a generated run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct GeneratedReport {
+    /// Provider name.
+    pub provider: String,
+    /// Route label.
+    pub route: String,
+    /// Profile name.
+    pub profile: Profile,
+    /// The generator's seed.
+    pub seed: u64,
+    /// Cases run, shrinking included.
+    pub cases: u64,
+    /// Wall time.
+    #[serde(serialize_with = "seconds")]
+    pub elapsed: Duration,
+    /// The shrunk failure, if any case failed.
+    pub failure: Option<GeneratedFailure>,
+}
+
+fn seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+impl GeneratedReport {
+    /// Cases per second.
+    pub fn cases_per_second(&self) -> f64 {
+        self.cases as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// A readable account: counts, and for a failure the minimal case, the
+    /// seed and the replay commands.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "{} on {}: {} profile, seed {}, {} cases in {:.2} s ({:.0} cases/s): ",
+            self.provider,
+            self.route,
+            self.profile,
+            self.seed,
+            self.cases,
+            self.elapsed.as_secs_f64(),
+            self.cases_per_second()
+        );
+        match &self.failure {
+            None => out.push_str("pass\n"),
+            Some(failure) => {
+                out.push_str("FAIL\n");
+                out.push_str(&format!("  minimal case: {}\n", failure.minimal.to_json()));
+                for violation in &failure.violations {
+                    out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
+                }
+                out.push_str(&format!(
+                    "  replay: {}\n  replay under cargo test: {}\n",
+                    failure.replay_command, failure.replay_env
+                ));
+            }
+        }
+        out
+    }
+}
+
+fn seed_rng(seed: u64) -> TestRng {
+    let mut bytes = [0_u8; 32];
+    for (chunk, salt) in bytes.chunks_exact_mut(8).zip(0_u64..) {
+        chunk.copy_from_slice(&(seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+fn drawn_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(Instant::now().elapsed().as_nanos());
+    hasher.finish()
+}
+
+fn judge(rig: &mut Rig, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
+    let case = recipe.case().map_err(|error| error.to_string())?;
+    let outcome = rig.run(&case).map_err(|error| error.to_string())?;
+    Ok(Oracle.judge(&case, route, &outcome))
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Run the generated suite against one built-in provider.
+///
+/// # Errors
+///
+/// Returns the harness's error if the route or rig cannot be built.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::generated::{run_generated, GeneratedOptions};
+/// use tenferro_transfer_conformance::builtin_provider;
+/// use tenferro_transfer_conformance::harness::strategy::Profile;
+///
+/// let options = GeneratedOptions { seed: Some(7), ..GeneratedOptions::new(Profile::Quick) };
+/// let report = run_generated(builtin_provider("sim-peer").unwrap(), &options).unwrap();
+/// assert!(report.failure.is_none(), "{}", report.to_text());
+/// ```
+pub fn run_generated(
+    provider: &BuiltinProvider,
+    options: &GeneratedOptions,
+) -> Result<GeneratedReport, HarnessError> {
+    let route = provider.route()?;
+    let rig = RefCell::new(Rig::new(
+        route.clone(),
+        provider_for(provider, &route, &options.inject)?,
+    )?);
+    let seed = options.seed.unwrap_or_else(drawn_seed);
+    let config = Config {
+        cases: options.profile.cases(),
+        failure_persistence: options.regressions.map(|path| {
+            Box::new(FileFailurePersistence::Direct(path))
+                as Box<dyn proptest::test_runner::FailurePersistence>
+        }),
+        max_shrink_iters: 4096,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(config, seed_rng(seed));
+    let strategy = recipe(options.profile, &Capabilities::all());
+    let cases = std::cell::Cell::new(0_u64);
+    let start = Instant::now();
+    let result = runner.run(&strategy, |recipe| {
+        cases.set(cases.get() + 1);
+        let judgement =
+            judge(&mut rig.borrow_mut(), &route, &recipe).map_err(TestCaseError::fail)?;
+        if judgement.passed() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(judgement.violations[0].message.clone()))
+        }
+    });
+    let elapsed = start.elapsed();
+    let failure = match result {
+        Ok(()) => None,
+        Err(TestError::Fail(_, minimal)) => Some(failure_of(
+            provider,
+            &options.inject,
+            &mut rig.borrow_mut(),
+            &route,
+            minimal,
+        )),
+        Err(TestError::Abort(reason)) => Some(GeneratedFailure {
+            minimal: Recipe {
+                dtype: "F32".into(),
+                shape: vec![],
+                layout: tenferro_transfer_harness::Layout::Owned,
+                seed: 0,
+                specials: 0,
+            },
+            violations: vec![ViolationRow {
+                rule: "setup".into(),
+                message: format!("proptest aborted: {reason}"),
+            }],
+            replay_command: String::new(),
+            replay_env: String::new(),
+        }),
+    };
+    Ok(GeneratedReport {
+        provider: provider.name.to_owned(),
+        route: route.label(),
+        profile: options.profile,
+        seed,
+        cases: cases.get(),
+        elapsed,
+        failure,
+    })
+}
+
+fn failure_of(
+    provider: &BuiltinProvider,
+    inject: &[Fault],
+    rig: &mut Rig,
+    route: &Route,
+    minimal: Recipe,
+) -> GeneratedFailure {
+    let violations = match judge(rig, route, &minimal) {
+        Ok(judgement) => judgement
+            .violations
+            .iter()
+            .map(ViolationRow::from)
+            .collect(),
+        Err(message) => vec![ViolationRow {
+            rule: "setup".into(),
+            message,
+        }],
+    };
+    let json = minimal.to_json();
+    let inject: String = inject
+        .iter()
+        .map(|fault| format!(" --inject {}", fault.name()))
+        .collect();
+    GeneratedFailure {
+        replay_command: format!(
+            "cargo run --release -- replay --provider {}{inject} {}",
+            provider.name,
+            shell_quote(&json)
+        ),
+        replay_env: format!("{REPLAY_ENV}={} cargo test", shell_quote(&json)),
+        minimal,
+        violations,
+    }
+}
+
+/// Run one recipe through a built-in provider: what `replay` does.
+///
+/// # Errors
+///
+/// Returns the harness's error if the route, rig or case cannot be built.
+pub fn replay(
+    provider: &BuiltinProvider,
+    inject: &[Fault],
+    recipe: &Recipe,
+) -> Result<Judgement, HarnessError> {
+    let route = provider.route()?;
+    let mut rig = Rig::new(route.clone(), provider_for(provider, &route, inject)?)?;
+    let case = recipe.case()?;
+    let outcome = rig.run(&case)?;
+    Ok(Oracle.judge(&case, &route, &outcome))
+}

@@ -1,0 +1,369 @@
+//! proptest strategies for transfer cases.
+//!
+//! A strategy draws a [`Recipe`]: dtype, logical shape, layout and a value
+//! seed. A recipe is small, shrinks well and serialises to one line of JSON,
+//! so the shrunk failing case can be replayed exactly; [`Recipe::case`]
+//! expands it into a [`Case`] with values drawn from per-dtype pools of
+//! special values (NaN payloads, signalling NaNs, `±0`, `±inf`, subnormals,
+//! MIN and MAX) mixed with random bits.
+//!
+//! # Examples
+//!
+//! ```
+//! use proptest::strategy::{Strategy, ValueTree};
+//! use proptest::test_runner::TestRunner;
+//! use tenferro_transfer_harness::strategy::{recipe, Capabilities, Profile};
+//!
+//! let strategy = recipe(Profile::Quick, &Capabilities::all());
+//! let mut runner = TestRunner::deterministic();
+//! let recipe = strategy.new_tree(&mut runner).unwrap().current();
+//! let case = recipe.case().unwrap();
+//! assert!(case.len() <= Profile::Quick.max_elements());
+//! let replayed: tenferro_transfer_harness::strategy::Recipe = recipe.to_json().parse().unwrap();
+//! assert_eq!(replayed.case().unwrap(), case);
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use tenferro_mock_devices::PRESET_DTYPES;
+use tenferro_tensor::DType;
+
+use crate::case::{F32_SPECIALS, F64_SPECIALS, mix};
+use crate::{Case, HarnessError, Layout, ViewAxis, ViewSpec};
+
+/// How many cases to run, and how large they may be.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Profile {
+    /// A downstream crate's CI: few, small cases (about 2 s per provider).
+    Quick,
+    /// The default: enough cases to find narrow corners.
+    Default,
+    /// 100,000 cases, up to about a million elements.
+    Deep,
+}
+
+/// Environment variable that selects the profile under `cargo test`.
+pub const PROFILE_ENV: &str = "TRANSFER_CONFORMANCE_PROFILE";
+
+impl Profile {
+    /// Cases per provider.
+    pub fn cases(self) -> u32 {
+        match self {
+            Profile::Quick => 48,
+            Profile::Default => 384,
+            Profile::Deep => 100_000,
+        }
+    }
+
+    /// The largest element count a case may have.
+    pub fn max_elements(self) -> usize {
+        match self {
+            Profile::Quick => 4096,
+            Profile::Default => 1 << 16,
+            Profile::Deep => 1 << 20,
+        }
+    }
+
+    /// The profile named by [`PROFILE_ENV`], or `Default` when it is unset.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::InvalidCase`] naming the bad value when the
+    /// variable is set to something other than `quick`, `default` or `deep`.
+    pub fn from_env() -> Result<Self, HarnessError> {
+        match std::env::var(PROFILE_ENV) {
+            Ok(name) => name.parse(),
+            Err(_) => Ok(Profile::Default),
+        }
+    }
+
+    /// The profile's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Quick => "quick",
+            Profile::Default => "default",
+            Profile::Deep => "deep",
+        }
+    }
+}
+
+impl FromStr for Profile {
+    type Err = HarnessError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "quick" => Ok(Profile::Quick),
+            "default" => Ok(Profile::Default),
+            "deep" => Ok(Profile::Deep),
+            other => Err(HarnessError::InvalidCase {
+                reason: format!("unknown profile `{other}`; known profiles: quick, default, deep"),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// What a provider declares it handles; strategies ask only for that.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Capabilities {
+    /// Dtypes it carries.
+    pub dtypes: Vec<DType>,
+    /// Whether it accepts strided `TensorRead::View` inputs.
+    pub views: bool,
+    /// The largest element count it accepts.
+    pub max_elements: usize,
+}
+
+impl Capabilities {
+    /// Every preset dtype, views, any size.
+    pub fn all() -> Self {
+        Self {
+            dtypes: PRESET_DTYPES.to_vec(),
+            views: true,
+            max_elements: usize::MAX,
+        }
+    }
+}
+
+/// A generated case, small enough to print and replay.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct Recipe {
+    /// Dtype name, e.g. `C64`.
+    pub dtype: String,
+    /// Logical shape.
+    pub shape: Vec<usize>,
+    /// Source layout.
+    pub layout: Layout,
+    /// Seed of the values.
+    pub seed: u64,
+    /// Out of 256, how often an element is a special value.
+    pub specials: u8,
+}
+
+impl Recipe {
+    /// The dtype.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::InvalidCase`] for an unknown dtype name.
+    pub fn dtype(&self) -> Result<DType, HarnessError> {
+        PRESET_DTYPES
+            .into_iter()
+            .find(|dtype| format!("{dtype:?}") == self.dtype)
+            .ok_or_else(|| HarnessError::InvalidCase {
+                reason: format!("unknown dtype `{}`", self.dtype),
+            })
+    }
+
+    /// Expand into a case.
+    ///
+    /// # Errors
+    ///
+    /// As [`Case::new`], or an unknown dtype.
+    pub fn case(&self) -> Result<Case, HarnessError> {
+        let dtype = self.dtype()?;
+        let count: usize = self.shape.iter().product();
+        Case::new(
+            dtype,
+            self.shape.clone(),
+            self.layout.clone(),
+            seeded_values(dtype, count, self.seed, self.specials),
+        )
+    }
+
+    /// One line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl FromStr for Recipe {
+    type Err = HarnessError;
+
+    fn from_str(json: &str) -> Result<Self, Self::Err> {
+        serde_json::from_str(json).map_err(|error| HarnessError::InvalidCase {
+            reason: format!("not a case recipe: {error}"),
+        })
+    }
+}
+
+/// Element images: a special value where the seeded hash falls under
+/// `specials`, seeded random bits elsewhere.
+fn seeded_values(dtype: DType, count: usize, seed: u64, specials: u8) -> Vec<u8> {
+    let width = tenferro_mock_devices::element_width(dtype).unwrap_or(0);
+    let mut out = Vec::with_capacity(count * width);
+    let key = mix(seed);
+    for i in 0..count as u64 {
+        let bits = mix(key ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let special = ((bits & 0xff) as u8) < specials;
+        let pick = (bits >> 8) as usize;
+        let f32_part = |salt: u64| {
+            if special {
+                F32_SPECIALS[(pick + salt as usize) % F32_SPECIALS.len()]
+            } else {
+                (bits >> (16 + salt)) as u32
+            }
+        };
+        let f64_part = |salt: u64| {
+            if special {
+                F64_SPECIALS[(pick + salt as usize) % F64_SPECIALS.len()]
+            } else {
+                mix(bits ^ salt)
+            }
+        };
+        const INT_SPECIALS: [i64; 5] = [0, 1, -1, i64::MIN, i64::MAX];
+        match dtype {
+            DType::F32 => out.extend_from_slice(&f32_part(0).to_le_bytes()),
+            DType::F64 => out.extend_from_slice(&f64_part(0).to_le_bytes()),
+            DType::I32 => {
+                let value = if special {
+                    [0, 1, -1, i32::MIN, i32::MAX][pick % 5]
+                } else {
+                    (bits >> 16) as i32
+                };
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            DType::I64 => {
+                let value = if special {
+                    INT_SPECIALS[pick % 5]
+                } else {
+                    mix(bits) as i64
+                };
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            DType::Bool => out.push(((bits >> 16) & 1) as u8),
+            DType::C32 => {
+                out.extend_from_slice(&f32_part(0).to_le_bytes());
+                out.extend_from_slice(&f32_part(3).to_le_bytes());
+            }
+            DType::C64 => {
+                out.extend_from_slice(&f64_part(0).to_le_bytes());
+                out.extend_from_slice(&f64_part(3).to_le_bytes());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// One dimension: zero and one, small primes, and anything up to `max`.
+fn dimension(max: usize) -> impl Strategy<Value = usize> {
+    prop_oneof![
+        3 => 1..=max.max(1),
+        2 => Just(1_usize),
+        2 => prop::sample::select(vec![2_usize, 3, 5, 7, 11, 13]),
+        1 => Just(0_usize),
+    ]
+}
+
+/// The element count of `shape` with zero extents counted as one: what
+/// bounds the size of a view's backing even when the view is empty.
+fn footprint(shape: &[usize]) -> Option<usize> {
+    shape
+        .iter()
+        .try_fold(1_usize, |count, &extent| count.checked_mul(extent.max(1)))
+}
+
+/// Shrink a shape until its footprint is at most `max` elements, halving
+/// its largest dimension; a deterministic map, so shrinking still works.
+fn fit(mut shape: Vec<usize>, max: usize) -> Vec<usize> {
+    while footprint(&shape).is_none_or(|count| count > max) {
+        if let Some(largest) = shape.iter_mut().max() {
+            *largest /= 2;
+        }
+    }
+    shape
+}
+
+/// Shapes of rank 0 to 6 holding at most `max_elements` elements; most are
+/// small, some reach the limit.
+pub fn shape(max_elements: usize) -> impl Strategy<Value = Vec<usize>> {
+    let large = max_elements.max(1);
+    let small = large.min(64);
+    prop_oneof![
+        9 => (0_usize..=6).prop_flat_map(move |rank| prop::collection::vec(dimension(8), rank)).prop_map(move |shape| fit(shape, small)),
+        1 => (1_usize..=3).prop_flat_map(move |rank| prop::collection::vec(dimension(large), rank)).prop_map(move |shape| fit(shape, large)),
+    ]
+}
+
+/// One axis of a view over `len` elements: a step (mostly one, sometimes
+/// larger or negative) and padding before and after, which makes offsets.
+fn view_axis(len: usize) -> impl Strategy<Value = (ViewAxis, usize)> {
+    (prop_oneof![3 => Just(1_isize), 1 => Just(2_isize), 1 => Just(-1_isize), 1 => Just(3_isize), 1 => Just(-2_isize)], 0_usize..=2, 0_usize..=2)
+        .prop_map(move |(step, before, after)| {
+            let span = if len == 0 { 1 } else { (len - 1) * step.unsigned_abs() + 1 };
+            let first = if step > 0 || len == 0 { before } else { before + (len - 1) * step.unsigned_abs() };
+            (ViewAxis { first, step, len }, before + span + after)
+        })
+}
+
+/// Owned, or a strided view whose sliced extents are `sliced` (permuted
+/// into the logical shape when a permutation is drawn).
+fn layout(sliced: Vec<usize>, views: bool) -> BoxedStrategy<Layout> {
+    if !views {
+        return Just(Layout::Owned).boxed();
+    }
+    let rank = sliced.len();
+    let axes: Vec<_> = sliced.iter().map(|&len| view_axis(len)).collect();
+    let view = (
+        axes,
+        prop_oneof![Just(false), Just(true)],
+        Just((0..rank).collect::<Vec<_>>()).prop_shuffle(),
+    )
+        .prop_map(|(axes, permuted, permutation)| {
+            let (axes, backing_shape): (Vec<ViewAxis>, Vec<usize>) = axes.into_iter().unzip();
+            Layout::View(ViewSpec {
+                backing_shape,
+                axes,
+                permutation: if permuted { permutation } else { Vec::new() },
+            })
+        });
+    prop_oneof![3 => Just(Layout::Owned), 2 => view].boxed()
+}
+
+/// The full recipe strategy for `profile`, inside `capabilities`.
+pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Recipe> {
+    let max = profile.max_elements().min(capabilities.max_elements);
+    let views = capabilities.views;
+    let dtypes: Vec<String> = capabilities
+        .dtypes
+        .iter()
+        .map(|dtype| format!("{dtype:?}"))
+        .collect();
+    // Seed and density first: proptest shrinks a tuple left to right, and
+    // plain values make the shrunk case easiest to read.
+    (
+        any::<u64>(),
+        any::<u8>(),
+        prop::sample::select(dtypes),
+        shape(max),
+    )
+        .prop_flat_map(move |(seed, specials, dtype, sliced)| {
+            // Views of large tensors would need backings many times their size.
+            let views = views && footprint(&sliced).is_some_and(|count| count <= 1 << 14);
+            layout(sliced.clone(), views).prop_map(move |layout| {
+                let shape = match &layout {
+                    Layout::View(spec) => spec.shape(),
+                    Layout::Owned => sliced.clone(),
+                };
+                Recipe {
+                    dtype: dtype.clone(),
+                    shape,
+                    layout,
+                    seed,
+                    specials,
+                }
+            })
+        })
+        .boxed()
+}
