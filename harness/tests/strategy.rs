@@ -1,0 +1,61 @@
+//! The strategies ask a provider only what it declares it handles, and
+//! recipes replay exactly.
+
+use proptest::prelude::*;
+use tenferro_tensor::DType;
+use tenferro_transfer_harness::Layout;
+use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn declared_capabilities_bound_every_case(
+        recipe in recipe(Profile::Default, &Capabilities { dtypes: vec![DType::I32, DType::C64], views: false, max_elements: 100 })
+    ) {
+        let case = recipe.case().unwrap();
+        prop_assert!(matches!(case.dtype(), DType::I32 | DType::C64));
+        prop_assert_eq!(case.layout(), &Layout::Owned);
+        prop_assert!(case.len() <= 100);
+        prop_assert!(case.shape().len() <= 6);
+    }
+
+    #[test]
+    fn recipes_round_trip_through_json(recipe in recipe(Profile::Quick, &Capabilities::all())) {
+        let replayed: Recipe = recipe.to_json().parse().unwrap();
+        prop_assert_eq!(replayed.case().unwrap(), recipe.case().unwrap());
+    }
+}
+
+#[test]
+fn the_default_profile_draws_views_negative_steps_permutations_and_large_cases() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    let strategy = recipe(Profile::Default, &Capabilities::all());
+    let mut runner = TestRunner::deterministic();
+    let (mut views, mut negative, mut permuted, mut large, mut empty) = (0, 0, 0, 0, 0);
+    for _ in 0..512 {
+        let recipe = strategy.new_tree(&mut runner).unwrap().current();
+        let count: usize = recipe.shape.iter().product();
+        large += usize::from(count > 4096);
+        empty += usize::from(count == 0);
+        if let Layout::View(spec) = &recipe.layout {
+            views += 1;
+            negative += usize::from(spec.strides().iter().any(|&stride| stride < 0));
+            permuted += usize::from(!spec.permutation.is_empty());
+        }
+    }
+    assert!(
+        views > 50 && negative > 10 && permuted > 10 && large > 5 && empty > 5,
+        "{views} {negative} {permuted} {large} {empty}"
+    );
+}
+
+#[test]
+fn profiles_are_chosen_by_name() {
+    assert_eq!("deep".parse::<Profile>().unwrap(), Profile::Deep);
+    assert!(Profile::Deep.cases() >= 100_000);
+    let error = "thorough".parse::<Profile>().unwrap_err().to_string();
+    assert!(error.contains("unknown profile `thorough`"), "{error}");
+}
