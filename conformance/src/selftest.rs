@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use tenferro_mock_devices::providers::{Broken, Fault};
-use tenferro_mock_devices::{Element, PRESET_DTYPES, with_element};
+use tenferro_mock_devices::{
+    Element, PRESET_DTYPES, compact_strides, strided_positions, with_element,
+};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::{
@@ -150,40 +152,23 @@ fn misread_differs(case: &Case, ignore_strides: bool) -> bool {
         let correct = case.typed_values::<T>();
         let shape = case.shape();
         let (strides, offset) = if ignore_strides {
-            let mut strides = Vec::new();
-            let mut stride = 1_isize;
-            for &extent in shape {
-                strides.push(stride);
-                stride *= extent as isize;
-            }
-            (strides, spec.offset())
+            (compact_strides(shape), spec.offset())
         } else {
             (spec.strides(), 0)
         };
-        let mut index = vec![0_usize; shape.len()];
-        correct.iter().any(|value| {
-            let position = offset
-                + index
-                    .iter()
-                    .zip(&strides)
-                    .map(|(&i, &s)| i as isize * s)
-                    .sum::<isize>();
-            for axis in 0..shape.len() {
-                index[axis] += 1;
-                if index[axis] < shape[axis] {
-                    break;
-                }
-                index[axis] = 0;
-            }
-            let read = usize::try_from(position)
-                .ok()
-                .and_then(|p| backing.get(p))
-                .unwrap_or(value);
-            let (mut want, mut got) = (Vec::new(), Vec::new());
-            T::extend_bytes(std::slice::from_ref(value), &mut want);
-            T::extend_bytes(std::slice::from_ref(read), &mut got);
-            want != got
-        })
+        correct
+            .iter()
+            .zip(strided_positions(shape, &strides, offset))
+            .any(|(value, position)| {
+                let read = usize::try_from(position)
+                    .ok()
+                    .and_then(|p| backing.get(p))
+                    .unwrap_or(value);
+                let (mut want, mut got) = (Vec::new(), Vec::new());
+                T::extend_bytes(std::slice::from_ref(value), &mut want);
+                T::extend_bytes(std::slice::from_ref(read), &mut got);
+                want != got
+            })
     }
     with_element!(case.dtype(), T => misread::<T>(case, spec, ignore_strides), external => false)
 }

@@ -1,7 +1,7 @@
 //! Materialising a case's input on the source endpoint, as an owned tensor
 //! or as a strided view that tenferro itself builds.
 
-use tenferro_mock_devices::{Element, with_element};
+use tenferro_mock_devices::{Element, compact_strides, with_element};
 use tenferro_tensor::{StridedSliceSpec, Tensor, TensorRead, TypedTensorView};
 
 use crate::case::Filler;
@@ -88,17 +88,6 @@ fn carve_tensor<T: Element, R>(
         })?;
     let view = carve(typed.as_view(), spec).map_err(|source| HarnessError::Stage { source })?;
     Ok(f(TensorRead::from_view(T::erase_view(view))))
-}
-
-/// Column-major strides of a compact shape.
-pub(crate) fn compact_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = Vec::with_capacity(shape.len());
-    let mut stride = 1_isize;
-    for &extent in shape {
-        strides.push(stride);
-        stride *= extent.max(1) as isize;
-    }
-    strides
 }
 
 /// Slice and permute a compact view as `spec` says.

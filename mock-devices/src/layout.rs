@@ -110,6 +110,48 @@ pub fn gather<T: Copy>(
     Ok(out)
 }
 
+/// The linear position of every element of a strided layout, in
+/// column-major order of `shape`; positions may fall outside any buffer.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::strided_positions;
+///
+/// assert_eq!(strided_positions(&[2, 2], &[2, 1], 1), vec![1, 3, 2, 4]);
+/// ```
+pub fn strided_positions(shape: &[usize], strides: &[isize], offset: isize) -> Vec<isize> {
+    let count: usize = shape.iter().product();
+    let mut positions = Vec::with_capacity(count);
+    let mut index = vec![0_usize; shape.len()];
+    let mut position = offset;
+    for _ in 0..count {
+        positions.push(position);
+        for axis in 0..shape.len() {
+            index[axis] += 1;
+            position += strides[axis];
+            if index[axis] < shape[axis] {
+                break;
+            }
+            position -= strides[axis] * shape[axis] as isize;
+            index[axis] = 0;
+        }
+    }
+    positions
+}
+
+/// Column-major strides of a compact `shape` (a zero extent counts as one,
+/// so an empty tensor still has valid strides).
+pub fn compact_strides(shape: &[usize]) -> Vec<isize> {
+    let mut strides = Vec::with_capacity(shape.len());
+    let mut stride = 1_isize;
+    for &extent in shape {
+        strides.push(stride);
+        stride *= extent.max(1) as isize;
+    }
+    strides
+}
+
 /// Whether `strides` are the compact column-major strides of `shape`
 /// (axes of extent one may carry any stride).
 pub fn is_compact(shape: &[usize], strides: &[isize]) -> bool {

@@ -29,7 +29,7 @@ pub use device::{SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_I
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use engine::SimEngine;
 pub use error::MockError;
-pub use layout::{gather, is_compact, read_compact, read_view};
+pub use layout::{compact_strides, gather, is_compact, read_compact, read_view, strided_positions};
 pub use providers::{SimDownload, SimPeer, SimUpload};
 pub use registration::EngineRole;
 pub use storage::{AllocationLedger, SimStorage};

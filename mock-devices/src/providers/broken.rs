@@ -13,7 +13,10 @@ use tenferro_tensor::{
     HostWriteGuard, MemoryKind, Placement, StorageBuffer, Tensor, TensorRead, TypedTensor,
 };
 
-use crate::{AllocationLedger, Element, SIM_FAMILY, SimStorage, with_element};
+use crate::{
+    AllocationLedger, Element, SIM_FAMILY, SimStorage, compact_strides, strided_positions,
+    with_element,
+};
 
 /// Backend family a [`Fault::WrongFamily`] output claims.
 pub const FORGED_FAMILY: &str = "tenferro-mock.forged";
@@ -328,36 +331,17 @@ fn misread_view<T: Element>(
         None => view.host_storage()?.to_vec(),
     };
     let shape = view.shape().to_vec();
-    let (strides, offset): (Vec<isize>, isize) = match fault {
-        Fault::IgnoreStrides => {
-            let mut strides = Vec::with_capacity(shape.len());
-            let mut stride = 1_isize;
-            for &extent in &shape {
-                strides.push(stride);
-                stride *= extent as isize;
-            }
-            (strides, view.offset())
-        }
+    let (strides, offset) = match fault {
+        Fault::IgnoreStrides => (compact_strides(&shape), view.offset()),
         _ => (view.strides().to_vec(), 0),
     };
     let mut out = correct.to_vec();
-    let mut index = vec![0_usize; shape.len()];
-    for slot in out.iter_mut() {
-        let position: isize = offset
-            + index
-                .iter()
-                .zip(&strides)
-                .map(|(&i, &s)| i as isize * s)
-                .sum::<isize>();
+    for (slot, position) in out
+        .iter_mut()
+        .zip(strided_positions(&shape, &strides, offset))
+    {
         if let Some(value) = usize::try_from(position).ok().and_then(|p| backing.get(p)) {
             *slot = *value;
-        }
-        for axis in 0..shape.len() {
-            index[axis] += 1;
-            if index[axis] < shape[axis] {
-                break;
-            }
-            index[axis] = 0;
         }
     }
     Ok(out)
