@@ -66,6 +66,16 @@ impl Judgement {
     }
 }
 
+/// Rules judged from the provider's output; without one they are not checked.
+const OUTPUT_RULES: [Rule; 6] = [
+    Rule::Dtype,
+    Rule::Shape,
+    Rule::BufferLength,
+    Rule::Placement,
+    Rule::Residency,
+    Rule::Values,
+];
+
 /// Rules whose checks arrive with the asynchronous simulated devices.
 const NOT_YET_CHECKABLE: [Rule; 3] = [Rule::Completion, Rule::Deadline, Rule::NoLeak];
 const NOT_YET_REASON: &str = "not yet checkable: needs the asynchronous simulated devices";
@@ -106,14 +116,7 @@ impl Oracle {
         match &call.result {
             ProviderResult::Panicked { message } => {
                 judgement.violate(Rule::NoPanic, format!("the provider panicked: {message}"));
-                for rule in [
-                    Rule::Dtype,
-                    Rule::Shape,
-                    Rule::BufferLength,
-                    Rule::Placement,
-                    Rule::Residency,
-                    Rule::Values,
-                ] {
+                for rule in OUTPUT_RULES {
                     judgement.skip(rule, "the provider panicked, so there is no output");
                 }
             }
@@ -125,14 +128,7 @@ impl Oracle {
                     text.push_str(&format!("\n  caused by: {source}"));
                 }
                 judgement.violate(Rule::NoError, text);
-                for rule in [
-                    Rule::Dtype,
-                    Rule::Shape,
-                    Rule::BufferLength,
-                    Rule::Placement,
-                    Rule::Residency,
-                    Rule::Values,
-                ] {
+                for rule in OUTPUT_RULES {
                     judgement.skip(rule, "the provider returned Err, so there is no output");
                 }
             }

@@ -87,27 +87,18 @@ pub fn gather<T: Copy>(
             .map(<[T]>::to_vec)
             .ok_or_else(|| Error::runtime_state(OP, "layout reaches past the backing buffer"));
     }
-    let mut out = Vec::with_capacity(count);
-    let mut index = vec![0_usize; shape.len()];
-    let mut position = offset;
-    for _ in 0..count {
-        let slot = usize::try_from(position)
-            .ok()
-            .and_then(|slot| backing.get(slot))
-            .ok_or_else(|| Error::runtime_state(OP, "layout reaches outside the backing buffer"))?;
-        out.push(*slot);
-        // Advance the column-major odometer, keeping `position` in step.
-        for axis in 0..shape.len() {
-            index[axis] += 1;
-            position += strides[axis];
-            if index[axis] < shape[axis] {
-                break;
-            }
-            position -= strides[axis] * shape[axis] as isize;
-            index[axis] = 0;
-        }
-    }
-    Ok(out)
+    strided_positions(shape, strides, offset)
+        .into_iter()
+        .map(|position| {
+            usize::try_from(position)
+                .ok()
+                .and_then(|slot| backing.get(slot))
+                .copied()
+                .ok_or_else(|| {
+                    Error::runtime_state(OP, "layout reaches outside the backing buffer")
+                })
+        })
+        .collect()
 }
 
 /// The linear position of every element of a strided layout, in
