@@ -1,6 +1,9 @@
 //! `SimDevice`: a simulated accelerator with its own identities and memory.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use tenferro_runtime::{
     EngineId, HardwareClassId, ProviderDeviceIdentity, ProviderId, RuntimeConfigError,
@@ -11,7 +14,13 @@ use tenferro_tensor::{
     TensorRead, TypedTensor,
 };
 
-use crate::{AllocationLedger, Element, MockError, SimStorage};
+use crate::storage::Memory;
+use crate::stream::CopyOp;
+use crate::trace::{self, TraceEvent};
+use crate::{
+    AllocationLedger, CompletionMode, DeviceError, Element, FaultPlan, MockError, SimStorage,
+    SimStream,
+};
 
 /// Backend family of every simulated device's storage.
 pub const SIM_FAMILY: &str = "tenferro-mock.sim";
@@ -32,6 +41,161 @@ struct Identity {
     hardware_class: HardwareClassId,
     domain: AllocationDomainId,
     ledger: Arc<AllocationLedger>,
+    core: Arc<DeviceCore>,
+}
+
+/// How one copy lands, as the fault plan decides when it is queued.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CopyPlan {
+    Full,
+    Partial(usize),
+    FailAfter(usize),
+}
+
+#[derive(Debug, Default)]
+struct FaultState {
+    plan: FaultPlan,
+    allocations: u64,
+    copies: u64,
+    operations: u64,
+    lost_at: Option<u64>,
+}
+
+/// The mutable heart of a device: its fault plan and counters, its
+/// completion mode, and its copies in flight.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceCore {
+    state: Mutex<FaultState>,
+    mode: Mutex<CompletionMode>,
+    pending: Mutex<Vec<Weak<CopyOp>>>,
+    last_due: Mutex<HashMap<usize, Instant>>,
+    copy_numbers: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl DeviceCore {
+    pub(crate) fn mode(&self) -> CompletionMode {
+        *lock(&self.mode)
+    }
+
+    /// The error every operation gets once the device is lost.
+    pub(crate) fn lost_error(&self, device: &str) -> Option<DeviceError> {
+        let state = lock(&self.state);
+        state.lost_at.map(|at| DeviceError::DeviceLost {
+            device: device.to_owned(),
+            operations: at,
+        })
+    }
+
+    /// Count one operation; fail it if the device is, or now becomes, lost.
+    fn operate(&self, device: &str, state: &mut FaultState) -> Result<(), DeviceError> {
+        state.operations += 1;
+        if state.lost_at.is_none()
+            && state
+                .plan
+                .lost_after
+                .is_some_and(|after| state.operations > after)
+        {
+            state.lost_at = Some(state.operations - 1);
+            trace::record(TraceEvent::FaultInjected {
+                device: device.to_owned(),
+                fault: format!("device lost after {} operations", state.operations - 1),
+            });
+        }
+        match state.lost_at {
+            Some(operations) => Err(DeviceError::DeviceLost {
+                device: device.to_owned(),
+                operations,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn begin_allocation(&self, device: &str, bytes: usize) -> Result<(), DeviceError> {
+        let mut state = lock(&self.state);
+        self.operate(device, &mut state)?;
+        state.allocations += 1;
+        if state.plan.out_of_memory_at == Some(state.allocations) {
+            trace::record(TraceEvent::FaultInjected {
+                device: device.to_owned(),
+                fault: format!("out of memory at allocation {}", state.allocations),
+            });
+            return Err(DeviceError::OutOfMemory {
+                device: device.to_owned(),
+                allocation: state.allocations,
+                bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Number a new copy and decide how it lands: (number, plan, extra
+    /// latency, never completes).
+    pub(crate) fn begin_copy(
+        &self,
+        device: &str,
+    ) -> Result<(u64, CopyPlan, Option<Duration>, bool), DeviceError> {
+        let mut state = lock(&self.state);
+        self.operate(device, &mut state)?;
+        state.copies += 1;
+        let k = state.copies;
+        let number = self.copy_numbers.fetch_add(1, Ordering::Relaxed) + 1;
+        let inject = |fault: String| {
+            trace::record(TraceEvent::FaultInjected {
+                device: device.to_owned(),
+                fault,
+            });
+        };
+        let mut plan = CopyPlan::Full;
+        if let Some((at, bytes)) = state.plan.partial_copy.filter(|(at, _)| *at == k) {
+            inject(format!(
+                "copy #{number} (copy {at} of the plan) silently writes only {bytes} bytes"
+            ));
+            plan = CopyPlan::Partial(bytes);
+        }
+        if let Some((at, bytes)) = state.plan.copy_error.filter(|(at, _)| *at == k) {
+            inject(format!(
+                "copy #{number} (copy {at} of the plan) fails after {bytes} bytes"
+            ));
+            plan = CopyPlan::FailAfter(bytes);
+        }
+        let spike = state
+            .plan
+            .latency_spike
+            .filter(|(at, _)| *at == k)
+            .map(|(_, delay)| {
+                inject(format!("copy #{number} completes {delay:?} late"));
+                delay
+            });
+        let never = state.plan.never_complete == Some(k);
+        if never {
+            inject(format!("copy #{number} never completes"));
+        }
+        Ok((number, plan, spike, never))
+    }
+
+    pub(crate) fn in_stream_order(&self, stream: usize, due: Instant) -> Instant {
+        let mut last = lock(&self.last_due);
+        let due = last.get(&stream).map_or(due, |previous| due.max(*previous));
+        last.insert(stream, due);
+        due
+    }
+
+    pub(crate) fn track(&self, op: &Arc<CopyOp>) {
+        let mut pending = lock(&self.pending);
+        pending.retain(|op| op.strong_count() > 0);
+        pending.push(Arc::downgrade(op));
+    }
+
+    fn in_flight(&self) -> Vec<Arc<CopyOp>> {
+        lock(&self.pending)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
 }
 
 /// A simulated device: its own engine id, storage class, provider-device
@@ -103,6 +267,7 @@ impl SimDevice {
                 hardware_class,
                 domain: AllocationDomainId::fresh(),
                 ledger: Arc::new(AllocationLedger::default()),
+                core: Arc::new(DeviceCore::default()),
             }),
         })
     }
@@ -187,7 +352,10 @@ impl SimDevice {
             && read.allocation_domain() == Some(self.allocation_domain())
     }
 
-    /// A compact column-major tensor in this device's memory.
+    /// A compact column-major tensor in this device's memory, outside the
+    /// fault plan: the harness stages inputs and the engine writes its
+    /// results this way. Providers allocate through [`Self::allocate`] or a
+    /// [`SimStream`], which obey the plan.
     ///
     /// # Errors
     ///
@@ -201,14 +369,88 @@ impl SimDevice {
         self.tensor_with(shape, self.storage(data), self.placement())
     }
 
-    /// Storage in this device's memory, counted by its ledger.
+    /// Storage in this device's memory, listed in its ledger, outside the
+    /// fault plan (see [`Self::tensor`]).
     pub fn storage<T: Element>(&self, data: Vec<T>) -> SimStorage<T> {
-        SimStorage::new(
-            data,
+        SimStorage::over(
+            Memory::new(data),
             SIM_FAMILY,
             self.allocation_domain(),
             Arc::clone(self.ledger()),
+            Some(self.clone()),
         )
+    }
+
+    /// Allocate device memory holding `data`, as the fault plan allows.
+    ///
+    /// # Errors
+    ///
+    /// [`DeviceError::OutOfMemory`] or [`DeviceError::DeviceLost`] when the
+    /// plan says so.
+    pub fn allocate<T: Element>(&self, data: Vec<T>) -> Result<SimStorage<T>, DeviceError> {
+        self.identity
+            .core
+            .begin_allocation(self.name(), std::mem::size_of_val(data.as_slice()))?;
+        Ok(self.storage(data))
+    }
+
+    /// Command queue `index` of this device (queues are created on first
+    /// use; copies on one queue complete in order).
+    pub fn stream(&self, index: usize) -> SimStream {
+        SimStream::new(self.clone(), index)
+    }
+
+    /// Install a fault plan; its counters start now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::{DeviceError, FaultPlan, SimDevice};
+    ///
+    /// let device = SimDevice::new(0).unwrap();
+    /// device.install_faults(FaultPlan::new().out_of_memory_at(2));
+    /// assert!(device.allocate(vec![1_u8 as i32]).is_ok());
+    /// assert!(matches!(device.allocate(vec![2_i32]), Err(DeviceError::OutOfMemory { allocation: 2, .. })));
+    /// assert!(device.allocate(vec![3_i32]).is_ok());
+    /// ```
+    pub fn install_faults(&self, plan: FaultPlan) {
+        *lock(&self.identity.core.state) = FaultState {
+            plan,
+            ..FaultState::default()
+        };
+    }
+
+    /// The installed fault plan.
+    pub fn faults(&self) -> FaultPlan {
+        lock(&self.identity.core.state).plan.clone()
+    }
+
+    /// Choose when queued copies complete.
+    pub fn set_completion_mode(&self, mode: CompletionMode) {
+        *lock(&self.identity.core.mode) = mode;
+        lock(&self.identity.core.last_due).clear();
+    }
+
+    /// Complete every copy in flight that can complete (a copy that never
+    /// completes stays pending).
+    pub fn release_all(&self) {
+        for op in self.identity.core.in_flight() {
+            op.poll_forced();
+        }
+    }
+
+    /// Copies queued on this device and not yet completed.
+    pub fn copies_in_flight(&self) -> usize {
+        self.identity
+            .core
+            .in_flight()
+            .iter()
+            .filter(|op| !op.is_finished())
+            .count()
+    }
+
+    pub(crate) fn core(&self) -> Arc<DeviceCore> {
+        Arc::clone(&self.identity.core)
     }
 
     /// A tensor over explicit storage and placement; broken providers use it

@@ -25,6 +25,10 @@ pub trait Element: TensorScalar + Copy + Debug + Send + Sync + 'static {
     const DTYPE: DType;
     /// Bytes per element in the little-endian image.
     const WIDTH: usize;
+    /// What simulated device memory holds before a copy lands in it: a
+    /// pattern no correct transfer of the harness's values produces by
+    /// accident (`0xdb` bytes; a negative NaN with a payload for floats).
+    const POISON: Self;
 
     /// Append the little-endian image of `values` to `out`.
     fn extend_bytes(values: &[Self], out: &mut Vec<u8>);
@@ -40,10 +44,11 @@ pub trait Element: TensorScalar + Copy + Debug + Send + Sync + 'static {
 }
 
 macro_rules! primitive_element {
-    ($ty:ty, $dtype:ident, $width:expr) => {
+    ($ty:ty, $dtype:ident, $width:expr, $poison:expr) => {
         impl Element for $ty {
             const DTYPE: DType = DType::$dtype;
             const WIDTH: usize = $width;
+            const POISON: Self = $poison;
 
             fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
                 out.reserve(values.len() * $width);
@@ -77,14 +82,15 @@ macro_rules! primitive_element {
     };
 }
 
-primitive_element!(f32, F32, 4);
-primitive_element!(f64, F64, 8);
-primitive_element!(i32, I32, 4);
-primitive_element!(i64, I64, 8);
+primitive_element!(f32, F32, 4, f32::from_bits(0xffdb_dbdb));
+primitive_element!(f64, F64, 8, f64::from_bits(0xffdb_dbdb_dbdb_dbdb));
+primitive_element!(i32, I32, 4, 0xdbdb_dbdb_u32 as i32);
+primitive_element!(i64, I64, 8, 0xdbdb_dbdb_dbdb_dbdb_u64 as i64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
     const WIDTH: usize = 1;
+    const POISON: Self = true;
 
     fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
         out.extend(values.iter().map(|&value| u8::from(value)));
@@ -111,6 +117,7 @@ macro_rules! complex_element {
         impl Element for Complex<$part> {
             const DTYPE: DType = DType::$dtype;
             const WIDTH: usize = 2 * $half;
+            const POISON: Self = Complex::new(<$part>::POISON, <$part>::POISON);
 
             fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
                 out.reserve(values.len() * 2 * $half);

@@ -3,11 +3,17 @@
 //! It runs only what consuming a transferred value needs (compaction,
 //! reshape, host download and upload); every other `Engine` operation answers
 //! with a typed `unsupported` error. It refuses any tensor that is not in its
-//! own device's memory, so a transfer that lands elsewhere fails loudly.
+//! own device's memory, so a transfer that lands elsewhere fails loudly, and
+//! memory a copy is still writing (a typed host-access error), so a transfer
+//! that returned too early fails loudly too. Its event domain is simulated
+//! ([`crate::SimEventDomainDriver`]), so every launch is traced.
 
 use std::any::Any;
+use std::sync::Arc;
 
-use tenferro_runtime::{EngineTarget, ExecutionContextIdentity, ExecutionEngine};
+use tenferro_runtime::{
+    EngineTarget, EventDomainDriver, ExecutionContextIdentity, ExecutionEngine,
+};
 use tenferro_tensor::{
     CompareDir, DType, DotGeneralConfig, ElementwiseReadOp, Engine, Error, GatherConfig, PadConfig,
     Result, ScatterConfig, SessionCachedDot, SliceConfig, Tensor, TensorAnalytic, TensorBuffer,
@@ -15,7 +21,7 @@ use tenferro_tensor::{
     TensorReduction, TensorStructural, TensorWrite,
 };
 
-use crate::{SimDevice, read_compact, with_element};
+use crate::{SimDevice, SimEventDomainDriver, read_compact, with_element};
 
 /// The execution engine of one [`SimDevice`].
 ///
@@ -102,6 +108,10 @@ impl ExecutionEngine for SimEngine {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+
+    fn event_domain_driver(&self) -> Arc<dyn EventDomainDriver> {
+        Arc::new(SimEventDomainDriver::new(self.device.name()))
     }
 }
 

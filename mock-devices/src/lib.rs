@@ -1,8 +1,9 @@
 //! Simulated devices for testing tenferro transfer providers without
-//! hardware: [`SimDevice`] (identities, allocation domain, placement),
-//! [`SimStorage`] (device memory readable through `map_read`), the executable
-//! [`SimEngine`], and reference providers [`SimUpload`], [`SimDownload`] and
-//! [`SimPeer`].
+//! hardware: [`SimDevice`] (identities, allocation domain, placement, fault
+//! plan), [`SimStorage`] (device memory that a pending copy poisons and
+//! locks), [`SimStream`] (queued copies that complete late), the executable
+//! [`SimEngine`] with its own event domain, and reference providers
+//! [`SimUpload`], [`SimDownload`] and [`SimPeer`].
 //!
 //! # Examples
 //!
@@ -20,19 +21,30 @@ mod device;
 mod element;
 mod engine;
 mod error;
+mod event_domain;
+mod fault;
+pub mod hold;
 mod layout;
+mod ledger;
 pub mod providers;
 mod registration;
 mod storage;
+mod stream;
+pub mod trace;
 
 pub use device::{SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use engine::SimEngine;
 pub use error::MockError;
+pub use event_domain::{SimEventDomainDriver, current_launch_domain};
+pub use fault::{DeviceError, FaultPlan};
 pub use layout::{compact_strides, gather, is_compact, read_compact, read_view, strided_positions};
+pub use ledger::{Allocation, AllocationLedger};
 pub use providers::{SimDownload, SimPeer, SimUpload};
 pub use registration::EngineRole;
-pub use storage::{AllocationLedger, SimStorage};
+pub use storage::{SimStorage, StorageCompletion};
+pub use stream::{CompletionMode, CopyToken, SimStream, sim_storage_of};
+pub use trace::{Trace, TraceEvent};
 
 /// Items the exported macros name; not part of the stable API.
 #[doc(hidden)]

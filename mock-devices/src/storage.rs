@@ -1,84 +1,142 @@
-//! `SimStorage`: the memory of a simulated device.
+//! `SimStorage`: the memory of a simulated device, which a pending copy
+//! poisons and locks until the copy completes.
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tenferro_tensor::{
     AllocationDomainId, AllocationId, BackendStorage, HostAccessError, HostReadGuard,
     HostWriteGuard,
 };
 
-/// Counts the live allocations of one simulated device, so that a leak is a
-/// number a test can read rather than a guess.
-#[derive(Debug, Default)]
-pub struct AllocationLedger {
-    live: AtomicUsize,
-    live_bytes: AtomicUsize,
-    total: AtomicUsize,
-}
-
-impl AllocationLedger {
-    /// Allocations made and not yet dropped.
-    pub fn live(&self) -> usize {
-        self.live.load(Ordering::SeqCst)
-    }
-
-    /// Bytes held by live allocations.
-    pub fn live_bytes(&self) -> usize {
-        self.live_bytes.load(Ordering::SeqCst)
-    }
-
-    /// Allocations ever made.
-    pub fn total(&self) -> usize {
-        self.total.load(Ordering::SeqCst)
-    }
-
-    fn open(&self, bytes: usize) {
-        self.live.fetch_add(1, Ordering::SeqCst);
-        self.live_bytes.fetch_add(bytes, Ordering::SeqCst);
-        self.total.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn close(&self, bytes: usize) {
-        self.live.fetch_sub(1, Ordering::SeqCst);
-        self.live_bytes.fetch_sub(bytes, Ordering::SeqCst);
-    }
-}
+use crate::stream::CopyOp;
+use crate::{AllocationLedger, DeviceError};
 
 static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
 
+/// Whether the last copy into a storage has completed.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum StorageCompletion {
+    /// Every copy into it has completed: it is readable.
+    Complete,
+    /// A copy into it is still in flight: it holds poison and refuses reads.
+    Pending {
+        /// The device doing the copy.
+        device: String,
+        /// The copy's number on that device.
+        copy: u64,
+    },
+    /// The copy into it failed: it holds a partial image and refuses reads.
+    Failed(DeviceError),
+}
+
+pub(crate) enum Status {
+    Ready,
+    Pending(Weak<CopyOp>),
+    Failed(DeviceError),
+}
+
+/// The shared cells of one allocation: a copy in flight writes them later.
+pub(crate) struct Memory<T> {
+    pub(crate) data: RwLock<Vec<T>>,
+    pub(crate) status: Mutex<Status>,
+}
+
+impl<T> Memory<T> {
+    pub(crate) fn new(data: Vec<T>) -> Arc<Self> {
+        Arc::new(Self {
+            data: RwLock::new(data),
+            status: Mutex::new(Status::Ready),
+        })
+    }
+
+    pub(crate) fn set_status(&self, status: Status) {
+        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    /// The completion state, first letting a due copy complete (a copy in
+    /// latency mode completes when it is observed after its due time).
+    pub(crate) fn completion(&self) -> StorageCompletion {
+        let pending = match &*self.status.lock().unwrap_or_else(PoisonError::into_inner) {
+            Status::Ready => return StorageCompletion::Complete,
+            Status::Failed(error) => return StorageCompletion::Failed(error.clone()),
+            Status::Pending(op) => op.clone(),
+        };
+        match pending.upgrade() {
+            Some(op) => {
+                op.poll();
+                match &*self.status.lock().unwrap_or_else(PoisonError::into_inner) {
+                    Status::Ready => StorageCompletion::Complete,
+                    Status::Failed(error) => StorageCompletion::Failed(error.clone()),
+                    Status::Pending(_) => StorageCompletion::Pending {
+                        device: op.device().to_owned(),
+                        copy: op.number(),
+                    },
+                }
+            }
+            // Nobody can complete the copy any more: it will never land.
+            None => StorageCompletion::Pending {
+                device: "unknown".to_owned(),
+                copy: 0,
+            },
+        }
+    }
+}
+
 /// Backend storage of a simulated device: host memory standing in for device
-/// memory, readable through `map_read` so the harness can check values.
+/// memory, readable through `map_read` once every copy into it completed.
 ///
 /// Its backend family and allocation domain are fields, not constants, so a
-/// deliberately broken provider can forge them.
+/// deliberately broken provider can forge them. Every allocation is listed
+/// in its ledger until it drops.
 pub struct SimStorage<T> {
-    data: Vec<T>,
+    memory: Arc<Memory<T>>,
+    len: usize,
     family: &'static str,
     domain: AllocationDomainId,
     allocation: AllocationId,
+    id: u64,
     ledger: Arc<AllocationLedger>,
+    device: Option<crate::SimDevice>,
 }
 
 impl<T> SimStorage<T> {
-    /// Wrap `data` as one allocation in `domain`, counted by `ledger`.
+    /// Wrap `data` as one allocation in `domain`, listed in `ledger`.
     pub fn new(
         data: Vec<T>,
         family: &'static str,
         domain: AllocationDomainId,
         ledger: Arc<AllocationLedger>,
     ) -> Self {
-        ledger.open(std::mem::size_of_val(data.as_slice()));
+        Self::over(Memory::new(data), family, domain, ledger, None)
+    }
+
+    pub(crate) fn over(
+        memory: Arc<Memory<T>>,
+        family: &'static str,
+        domain: AllocationDomainId,
+        ledger: Arc<AllocationLedger>,
+        device: Option<crate::SimDevice>,
+    ) -> Self {
+        let len = memory
+            .data
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
+        ledger.open(id, domain, len * std::mem::size_of::<T>());
         Self {
-            data,
+            memory,
+            len,
             family,
             domain,
-            allocation: AllocationId::from_backend_id(
-                NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed),
-            ),
+            allocation: AllocationId::from_backend_id(id),
+            id,
             ledger,
+            device,
         }
     }
 
@@ -92,32 +150,57 @@ impl<T> SimStorage<T> {
         self.domain
     }
 
-    /// The ledger counting this allocation.
+    /// The ledger listing this allocation.
     pub fn ledger(&self) -> &Arc<AllocationLedger> {
         &self.ledger
     }
 
+    /// The ledger's id of this allocation.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The simulated device whose memory this is, if it is a device's.
+    pub fn device(&self) -> Option<&crate::SimDevice> {
+        self.device.as_ref()
+    }
+
+    /// New storage holding `data`, with this storage's ledger and device and
+    /// the given family and domain (broken providers forge them this way).
+    pub fn rehome<U>(
+        &self,
+        data: Vec<U>,
+        family: &'static str,
+        domain: AllocationDomainId,
+    ) -> SimStorage<U> {
+        SimStorage::over(
+            Memory::new(data),
+            family,
+            domain,
+            Arc::clone(&self.ledger),
+            self.device.clone(),
+        )
+    }
+
     /// New storage of another element type with this storage's family,
-    /// domain and ledger.
+    /// domain, ledger and device.
     pub fn sibling<U>(&self, data: Vec<U>) -> SimStorage<U> {
-        SimStorage::new(data, self.family, self.domain, Arc::clone(&self.ledger))
+        self.rehome(data, self.family, self.domain)
     }
 
-    /// The stored elements.
-    pub fn as_slice(&self) -> &[T] {
-        &self.data
+    pub(crate) fn memory(&self) -> Arc<Memory<T>> {
+        Arc::clone(&self.memory)
     }
 
-    /// The stored elements, mutably.
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
-        &mut self.data
+    /// Whether every copy into this storage has completed.
+    pub fn completion(&self) -> StorageCompletion {
+        self.memory.completion()
     }
 }
 
 impl<T> Drop for SimStorage<T> {
     fn drop(&mut self) {
-        self.ledger
-            .close(std::mem::size_of_val(self.data.as_slice()));
+        self.ledger.close(self.id);
     }
 }
 
@@ -125,11 +208,22 @@ impl<T> fmt::Debug for SimStorage<T> {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
             .debug_struct("SimStorage")
-            .field("len", &self.data.len())
+            .field("len", &self.len)
             .field("family", &self.family)
             .field("domain", &self.domain)
             .field("allocation", &self.allocation)
             .finish_non_exhaustive()
+    }
+}
+
+fn refusal(completion: StorageCompletion) -> HostAccessError {
+    match completion {
+        StorageCompletion::Failed(error) => HostAccessError::BackendFailure {
+            message: format!("the copy into this allocation failed: {error}"),
+        },
+        // Reading memory that a copy is still writing is the bug the
+        // `completion` rule exists for; the device refuses it loudly.
+        _ => HostAccessError::GpuAccessInProgress,
     }
 }
 
@@ -139,7 +233,7 @@ impl<T: Clone + Send + Sync + 'static> BackendStorage<T> for SimStorage<T> {
     }
 
     fn len(&self) -> usize {
-        self.data.len()
+        self.len
     }
 
     fn allocation_domain(&self) -> Option<AllocationDomainId> {
@@ -151,13 +245,26 @@ impl<T: Clone + Send + Sync + 'static> BackendStorage<T> for SimStorage<T> {
     }
 
     fn map_read(&self) -> Result<HostReadGuard<'_, T>, HostAccessError> {
-        Ok(HostReadGuard::new(&self.data))
+        match self.memory.completion() {
+            StorageCompletion::Complete => Ok(HostReadGuard::new(
+                self.memory
+                    .data
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner),
+            )),
+            other => Err(refusal(other)),
+        }
     }
 
     fn map_write(&mut self) -> Result<HostWriteGuard<'_, T>, HostAccessError> {
-        let len = self.data.len();
-        let data = &mut self.data;
+        let completion = self.memory.completion();
+        if completion != StorageCompletion::Complete {
+            return Err(refusal(completion));
+        }
+        let len = self.len;
+        let memory = &self.memory;
         Ok(HostWriteGuard::new(len, move |source: &[T]| {
+            let mut data = memory.data.write().unwrap_or_else(PoisonError::into_inner);
             if source.len() != data.len() {
                 return Err(HostAccessError::LengthMismatch {
                     expected: data.len(),

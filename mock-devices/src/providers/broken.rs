@@ -4,8 +4,8 @@
 //! catches what it claims to.
 
 use std::any::Any;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{
@@ -74,11 +74,25 @@ pub enum Fault {
     CornerAbove4096,
     /// `no-panic`: panics.
     Panic,
+    /// `completion`: returns after queueing the final copy into device
+    /// memory, without waiting for it (the classic forgotten synchronize).
+    /// Only device destinations can show it.
+    EarlyReturn,
+    /// `values`: only the first half of the elements arrive; the rest keep
+    /// the device's poison.
+    PartialCopy,
+    /// `no-leak`: keeps a staging allocation of the transfer alive forever.
+    Leaky,
+    /// `deadline`: never returns until the harness's watchdog releases it.
+    Hang,
+    /// `no-panic`: queues a copy into device memory and panics while it is
+    /// in flight (on host destinations, panics after the copy).
+    PanicMidCopy,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 19] = [
+    pub const ALL: [Fault; 24] = [
         Fault::WrongDtype,
         Fault::RankChanged,
         Fault::DimsPermuted,
@@ -98,6 +112,11 @@ impl Fault {
         Fault::CornerLastOfOffsetView,
         Fault::CornerAbove4096,
         Fault::Panic,
+        Fault::EarlyReturn,
+        Fault::PartialCopy,
+        Fault::Leaky,
+        Fault::Hang,
+        Fault::PanicMidCopy,
     ];
 
     /// A stable kebab-case name.
@@ -122,6 +141,11 @@ impl Fault {
             Fault::CornerLastOfOffsetView => "corner-last-of-offset-view",
             Fault::CornerAbove4096 => "corner-above-4096",
             Fault::Panic => "panic",
+            Fault::EarlyReturn => "early-return",
+            Fault::PartialCopy => "partial-copy",
+            Fault::Leaky => "leaky",
+            Fault::Hang => "hang",
+            Fault::PanicMidCopy => "panic-mid-copy",
         }
     }
 
@@ -151,6 +175,21 @@ impl Fault {
                 | Fault::Swapped
                 | Fault::IgnoreStrides
                 | Fault::IgnoreOffset
+                | Fault::PartialCopy
+        )
+    }
+
+    fn breaks_metadata(self) -> bool {
+        matches!(
+            self,
+            Fault::WrongDtype
+                | Fault::RankChanged
+                | Fault::DimsPermuted
+                | Fault::LyingLength
+                | Fault::HostPlacement
+                | Fault::WrongOrdinal
+                | Fault::ForeignDomain
+                | Fault::WrongFamily
         )
     }
 }
@@ -177,6 +216,7 @@ pub struct Broken {
     name: String,
     inner: Arc<dyn TransferProvider>,
     faults: Vec<Fault>,
+    leaked: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
 }
 
 impl Broken {
@@ -191,6 +231,7 @@ impl Broken {
             name,
             inner,
             faults,
+            leaked: Mutex::new(Vec::new()),
         }
     }
 
@@ -211,6 +252,12 @@ impl TransferProvider for Broken {
         if self.faults.contains(&Fault::Panic) {
             panic!("injected panic in broken provider `{}`", self.name);
         }
+        if self.faults.contains(&Fault::Hang) {
+            crate::hold::park_until_released();
+            return Err(
+                Error::runtime_state(OP, "injected hang was released by the harness").into(),
+            );
+        }
         if self.faults.contains(&Fault::ErrOnValid) {
             return Err(Error::runtime_state(OP, "injected failure on a valid input").into());
         }
@@ -220,12 +267,70 @@ impl TransferProvider for Broken {
             with_element!(output.dtype(), T => corrupt_values::<T>(fault, &input, &mut output)?,
                 external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
         }
-        for &fault in self.faults.iter().filter(|fault| !fault.corrupts_values()) {
+        for &fault in self.faults.iter().filter(|fault| fault.breaks_metadata()) {
             output = with_element!(output.dtype(), T => break_metadata::<T>(fault, output)?,
                 external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
         }
+        if self.faults.contains(&Fault::Leaky) {
+            let staging = with_element!(output.dtype(), T => staging::<T>(&input, &output),
+                external => None);
+            if let Some(staging) = staging {
+                self.leaked
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(staging);
+            }
+        }
+        let requeue = self.faults.contains(&Fault::EarlyReturn);
+        let panic_mid_copy = self.faults.contains(&Fault::PanicMidCopy);
+        if requeue || panic_mid_copy {
+            let pending = with_element!(output.dtype(), T => requeue_without_waiting::<T>(&output)?,
+                external => None);
+            if panic_mid_copy {
+                let _in_flight = pending;
+                panic!(
+                    "injected panic in broken provider `{}` with a copy in flight",
+                    self.name
+                );
+            }
+            if let Some(pending) = pending {
+                output = pending;
+            }
+        }
         Ok(output)
     }
+}
+
+/// A fresh copy of a device output, queued and not waited on (`None` for a
+/// host output, which has no queue).
+fn requeue_without_waiting<T: Element>(output: &Tensor) -> tenferro_tensor::Result<Option<Tensor>> {
+    let Some(device) = sim_storage::<T>(output).and_then(SimStorage::device) else {
+        return Ok(None);
+    };
+    let (tensor, token) = device
+        .stream(0)
+        .enqueue_copy(output.shape().to_vec(), values_of::<T>(output)?)?;
+    // The bug: the token is dropped instead of waited on.
+    drop(token);
+    Ok(Some(tensor))
+}
+
+/// A staging allocation like the one a real provider makes: in the
+/// output's memory when it is simulated, else in the input's.
+fn staging<T: Element>(
+    input: &TensorRead<'_>,
+    output: &Tensor,
+) -> Option<Box<dyn Any + Send + Sync>> {
+    let len = output.shape().iter().product::<usize>();
+    if let Some(storage) = sim_storage::<T>(output) {
+        return Some(Box::new(storage.sibling(vec![T::POISON; len])));
+    }
+    let view = T::typed_view(input.clone().tensor_view())?;
+    let storage = view
+        .backend_buffer()?
+        .as_any()
+        .downcast_ref::<SimStorage<T>>()?;
+    Some(Box::new(storage.sibling(vec![T::POISON; len])))
 }
 
 /// The values of a compact tensor, host or backend.
@@ -302,6 +407,11 @@ fn corrupt_values<T: Element>(
                 let (head, tail) = bytes.split_at_mut(j * width);
                 head[..width].swap_with_slice(&mut tail[..width]);
             }
+        }
+        Fault::PartialCopy => {
+            let half = values.len() / 2;
+            bytes.truncate(half * width);
+            T::extend_bytes(&vec![T::POISON; values.len() - half], &mut bytes);
         }
         Fault::IgnoreStrides | Fault::IgnoreOffset => {
             let misread = misread_view::<T>(fault, input, &values)?;
@@ -506,10 +616,7 @@ fn break_metadata<T: Element>(fault: Fault, output: Tensor) -> tenferro_tensor::
 }
 
 fn sim_storage<T: Element>(output: &Tensor) -> Option<&SimStorage<T>> {
-    match output.as_typed::<T>()?.buffer() {
-        StorageBuffer::Backend(storage) => storage.as_any().downcast_ref::<SimStorage<T>>(),
-        StorageBuffer::Host(_) => None,
-    }
+    crate::sim_storage_of::<T>(output)
 }
 
 /// A tensor like `output` (same storage identity and placement unless
@@ -526,11 +633,10 @@ fn rebuild<T: Element, U: Element>(
         .unwrap_or_else(|| output.placement().clone());
     let original = sim_storage::<T>(output);
     let storage = match original {
-        Some(storage) => Some(SimStorage::new(
+        Some(storage) => Some(storage.rehome(
             data,
             forgery.family.unwrap_or(storage.family()),
             forgery.domain.unwrap_or(storage.domain()),
-            Arc::clone(storage.ledger()),
         )),
         None if forgery.family.is_some() || forgery.domain.is_some() || forgery.lie => {
             Some(SimStorage::new(

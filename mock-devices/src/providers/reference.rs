@@ -1,5 +1,8 @@
 //! Reference providers: correct transfers between the host and simulated
-//! devices, for every preset dtype, owned tensors and strided views.
+//! devices, for every preset dtype, owned tensors and strided views. Each
+//! queues its copy on the device's stream and waits on the copy's token
+//! before it returns, as a blocking transfer must; a device error (from the
+//! device's fault plan) comes back as a typed `Err`.
 
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{DType, Error, Tensor, TensorRead};
@@ -29,14 +32,18 @@ fn check_destination(
     }
 }
 
-/// Copy `input` into fresh memory of `device`.
+/// Copy `input` into fresh memory of `device` and wait until it landed.
 fn copy_to_device(
     op: &'static str,
     input: &TensorRead<'_>,
     device: &SimDevice,
 ) -> tenferro_runtime::Result<Tensor> {
     with_element!(input.dtype(), T => {
-        Ok(device.tensor(input.shape().to_vec(), read_compact::<T>(input)?)?)
+        let (tensor, token) = device
+            .stream(0)
+            .enqueue_copy(input.shape().to_vec(), read_compact::<T>(input)?)?;
+        token.wait().map_err(|error| Error::backend_source(op, error))?;
+        Ok(tensor)
     }, external => Err(unsupported_dtype(op, input.dtype())))
 }
 
@@ -119,7 +126,12 @@ impl TransferProvider for SimDownload {
             .into());
         }
         with_element!(input.dtype(), T => {
-            Ok(Tensor::from_vec_col_major(input.shape().to_vec(), read_compact::<T>(input)?)?)
+            let landed = self
+                .device
+                .stream(0)
+                .download(read_compact::<T>(input)?)
+                .map_err(|error| Error::backend_source(OP, error))?;
+            Ok(Tensor::from_vec_col_major(input.shape().to_vec(), landed)?)
         }, external => Err(unsupported_dtype(OP, input.dtype())))
     }
 }

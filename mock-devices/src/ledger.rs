@@ -1,0 +1,111 @@
+//! `AllocationLedger`: every live simulated allocation, by id, domain and
+//! size, so that a leak is a list a test can read rather than a guess.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread::ThreadId;
+
+use tenferro_tensor::AllocationDomainId;
+
+/// One live allocation of a ledger.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Allocation {
+    /// Process-unique allocation id.
+    pub id: u64,
+    /// The allocation domain it belongs to.
+    pub domain: AllocationDomainId,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// The thread that made it: a case's allocations are told apart from
+    /// those of cases running at the same time on other threads.
+    pub thread: ThreadId,
+}
+
+impl fmt::Display for Allocation {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "allocation #{} of {} bytes in {:?}",
+            self.id, self.bytes, self.domain
+        )
+    }
+}
+
+/// Counts and lists the live allocations of one simulated device (or host
+/// domain).
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::SimDevice;
+///
+/// let device = SimDevice::new(0).unwrap();
+/// let tensor = device.tensor(vec![4], vec![1_i64, 2, 3, 4]).unwrap();
+/// let live = device.ledger().live_allocations();
+/// assert_eq!(live.len(), 1);
+/// assert_eq!(live[0].bytes, 32);
+/// drop(tensor);
+/// assert!(device.ledger().live_allocations().is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct AllocationLedger {
+    live: Mutex<BTreeMap<u64, Allocation>>,
+    total: AtomicUsize,
+}
+
+impl AllocationLedger {
+    /// Allocations made and not yet dropped.
+    pub fn live(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Bytes held by live allocations.
+    pub fn live_bytes(&self) -> usize {
+        self.lock()
+            .values()
+            .map(|allocation| allocation.bytes)
+            .sum()
+    }
+
+    /// Allocations ever made.
+    pub fn total(&self) -> usize {
+        self.total.load(Ordering::SeqCst)
+    }
+
+    /// Every live allocation, oldest first.
+    pub fn live_allocations(&self) -> Vec<Allocation> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// The ids of the live allocations made by `thread`.
+    pub fn live_ids_of(&self, thread: ThreadId) -> Vec<u64> {
+        self.lock()
+            .values()
+            .filter(|allocation| allocation.thread == thread)
+            .map(|allocation| allocation.id)
+            .collect()
+    }
+
+    pub(crate) fn open(&self, id: u64, domain: AllocationDomainId, bytes: usize) {
+        self.total.fetch_add(1, Ordering::SeqCst);
+        self.lock().insert(
+            id,
+            Allocation {
+                id,
+                domain,
+                bytes,
+                thread: std::thread::current().id(),
+            },
+        );
+    }
+
+    pub(crate) fn close(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Allocation>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

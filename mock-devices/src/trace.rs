@@ -1,0 +1,222 @@
+//! The event-domain trace of a case: which domain launched the transfer,
+//! which tokens were waited on, which copies a simulated device queued,
+//! finished or failed, and which faults it injected.
+//!
+//! A harness installs a [`Trace`] on the thread that runs a case; the
+//! simulated event domains, streams and devices record into whatever trace
+//! is installed on the calling thread (a copy remembers its trace, so its
+//! completion is recorded even when another thread releases it). When a case
+//! hangs, the trace says what the provider was doing.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tenferro_runtime::EventDomainId;
+
+/// One thing that happened during a case.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum TraceEvent {
+    /// A simulated event domain began a run.
+    BeginRun {
+        /// The engine's device.
+        device: String,
+        /// The run's domain.
+        domain: EventDomainId,
+    },
+    /// A simulated event domain admitted a launch after its dependencies.
+    Launch {
+        /// The engine's device.
+        device: String,
+        /// The domain that launched.
+        domain: EventDomainId,
+        /// Origins of the dependency tokens it waited on.
+        waited_on: Vec<EventDomainId>,
+    },
+    /// A simulated event domain drained its run.
+    Drain {
+        /// The engine's device.
+        device: String,
+        /// The drained domain.
+        domain: EventDomainId,
+    },
+    /// The runtime called the provider under test.
+    ProviderCalled {
+        /// The domain whose launch called it, when a simulated domain did.
+        launch_domain: Option<EventDomainId>,
+    },
+    /// The provider returned (Ok or Err) or unwound.
+    ProviderReturned {
+        /// How: `ok`, `err` or `panic`.
+        how: &'static str,
+    },
+    /// A copy was queued on a simulated stream.
+    CopyQueued {
+        /// The device.
+        device: String,
+        /// The copy's number on that device.
+        copy: u64,
+        /// Bytes it writes.
+        bytes: usize,
+    },
+    /// A copy completed.
+    CopyCompleted {
+        /// The device.
+        device: String,
+        /// The copy's number.
+        copy: u64,
+    },
+    /// A copy failed.
+    CopyFailed {
+        /// The device.
+        device: String,
+        /// The copy's number.
+        copy: u64,
+        /// Why.
+        reason: String,
+    },
+    /// Someone waited on a copy's completion token.
+    TokenWaited {
+        /// The device.
+        device: String,
+        /// The copy's number.
+        copy: u64,
+    },
+    /// A simulated device injected a fault from its fault plan.
+    FaultInjected {
+        /// The device.
+        device: String,
+        /// What it did.
+        fault: String,
+    },
+}
+
+impl fmt::Display for TraceEvent {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BeginRun { device, domain } => {
+                write!(formatter, "{device}: begin run in {domain:?}")
+            }
+            Self::Launch {
+                device,
+                domain,
+                waited_on,
+            } => write!(
+                formatter,
+                "{device}: launch in {domain:?} after waiting on {} token(s) {waited_on:?}",
+                waited_on.len()
+            ),
+            Self::Drain { device, domain } => write!(formatter, "{device}: drain {domain:?}"),
+            Self::ProviderCalled { launch_domain } => match launch_domain {
+                Some(domain) => write!(formatter, "provider called from a launch in {domain:?}"),
+                None => formatter.write_str("provider called outside any simulated domain"),
+            },
+            Self::ProviderReturned { how } => write!(formatter, "provider returned ({how})"),
+            Self::CopyQueued {
+                device,
+                copy,
+                bytes,
+            } => write!(formatter, "{device}: copy #{copy} queued ({bytes} bytes)"),
+            Self::CopyCompleted { device, copy } => {
+                write!(formatter, "{device}: copy #{copy} completed")
+            }
+            Self::CopyFailed {
+                device,
+                copy,
+                reason,
+            } => write!(formatter, "{device}: copy #{copy} failed: {reason}"),
+            Self::TokenWaited { device, copy } => {
+                write!(formatter, "{device}: waiting on the token of copy #{copy}")
+            }
+            Self::FaultInjected { device, fault } => {
+                write!(formatter, "{device}: injected fault: {fault}")
+            }
+        }
+    }
+}
+
+/// The events of one case, shared between the thread that runs it and
+/// whoever watches it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_mock_devices::{trace, Trace, TraceEvent};
+///
+/// let sink = Arc::new(Trace::default());
+/// {
+///     let _installed = trace::install(Arc::clone(&sink));
+///     trace::record(TraceEvent::ProviderReturned { how: "ok" });
+/// }
+/// trace::record(TraceEvent::ProviderReturned { how: "err" }); // no trace installed: dropped
+/// assert_eq!(sink.events().len(), 1);
+/// ```
+#[derive(Debug, Default)]
+pub struct Trace {
+    events: Mutex<Vec<TraceEvent>>,
+}
+
+/// A trace keeps at most this many events, so a runaway loop cannot eat memory.
+pub const TRACE_CAPACITY: usize = 256;
+
+impl Trace {
+    /// Append one event (dropped beyond [`TRACE_CAPACITY`]).
+    pub fn push(&self, event: TraceEvent) {
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if events.len() < TRACE_CAPACITY {
+            events.push(event);
+        }
+    }
+
+    /// A copy of every event so far.
+    pub fn events(&self) -> Vec<TraceEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Take every event, leaving the trace empty.
+    pub fn take(&self) -> Vec<TraceEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+thread_local! {
+    static INSTALLED: RefCell<Option<Arc<Trace>>> = const { RefCell::new(None) };
+}
+
+/// Uninstalls the trace (restoring the previous one) when dropped.
+#[derive(Debug)]
+pub struct Installed {
+    previous: Option<Arc<Trace>>,
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        INSTALLED.with(|slot| *slot.borrow_mut() = previous);
+    }
+}
+
+/// Install `trace` on this thread until the guard drops.
+pub fn install(trace: Arc<Trace>) -> Installed {
+    let previous = INSTALLED.with(|slot| slot.borrow_mut().replace(trace));
+    Installed { previous }
+}
+
+/// The trace installed on this thread, if any.
+pub fn current() -> Option<Arc<Trace>> {
+    INSTALLED.with(|slot| slot.borrow().clone())
+}
+
+/// Record `event` into this thread's trace; without one it is dropped.
+pub fn record(event: TraceEvent) {
+    INSTALLED.with(|slot| {
+        if let Some(trace) = slot.borrow().as_ref() {
+            trace.push(event);
+        }
+    });
+}
