@@ -23,6 +23,7 @@
 //! ```
 
 mod case;
+mod completion;
 mod error;
 mod host;
 mod oracle;
@@ -33,12 +34,16 @@ mod rule;
 mod spy;
 mod stage;
 pub mod strategy;
+mod watchdog;
 
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
+pub use completion::CompletionState;
 pub use error::HarnessError;
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
 pub use oracle::{Judgement, Oracle, Unchecked, Violation};
-pub use outcome::{ContractVariant, Outcome, RuntimeOutput, RuntimeVerdict};
+pub use outcome::{
+    ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
+};
 pub use rig::Rig;
 pub use route::{
     CPU_STORAGE_CLASS, Endpoint, HOST_PROVIDER_ID, HostEndpoint, PlacementRule, Route, StorageRule,
@@ -47,3 +52,4 @@ pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, panic_message, source_chain,
 };
+pub use watchdog::{DEFAULT_DEADLINE, Watchdog};

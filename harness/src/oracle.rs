@@ -2,11 +2,12 @@
 //! runtime, and reports every violation at once.
 
 use serde::Serialize;
-use tenferro_mock_devices::{Element, element_width, with_element};
+use tenferro_mock_devices::{Element, TraceEvent, element_width, with_element};
 use tenferro_tensor::DType;
 
 use crate::{
-    Case, Outcome, ProviderResult, RUNTIME_ORDER, ReturnedTensor, Route, Rule, RuntimeVerdict,
+    Case, CompletionState, Endpoint, LeakCheck, Outcome, ProviderResult, RUNTIME_ORDER,
+    RequestRecord, ReturnedTensor, Route, Rule, RuntimeVerdict,
 };
 
 /// One broken rule, with a message precise enough to act on.
@@ -34,6 +35,9 @@ pub struct Judgement {
     pub violations: Vec<Violation>,
     /// Rules not judged on this case.
     pub unchecked: Vec<Unchecked>,
+    /// Device failures the provider correctly passed on as a typed `Err`
+    /// (injected by a fault plan): expected errors, not violations.
+    pub expected_errors: Vec<String>,
 }
 
 impl Judgement {
@@ -76,9 +80,29 @@ const OUTPUT_RULES: [Rule; 6] = [
     Rule::Values,
 ];
 
-/// Rules whose checks arrive with the asynchronous simulated devices.
-const NOT_YET_CHECKABLE: [Rule; 3] = [Rule::Completion, Rule::Deadline, Rule::NoLeak];
-const NOT_YET_REASON: &str = "not yet checkable: needs the asynchronous simulated devices";
+/// How many of a case's last trace events a deadline message shows.
+const TRACE_TAIL: usize = 12;
+
+/// The last events of a trace, in words.
+pub(crate) fn describe_trace(trace: &[TraceEvent]) -> String {
+    if trace.is_empty() {
+        return "no events were traced".to_owned();
+    }
+    let skip = trace.len().saturating_sub(TRACE_TAIL);
+    let mut text = if skip > 0 {
+        format!("... {skip} earlier events; ")
+    } else {
+        String::new()
+    };
+    text.push_str(
+        &trace[skip..]
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+    text
+}
 
 /// Judges outcomes.
 ///
@@ -104,44 +128,142 @@ impl Oracle {
     pub fn judge(&self, case: &Case, route: &Route, outcome: &Outcome) -> Judgement {
         let mut judgement = Judgement::default();
         let Some(call) = outcome.call() else {
-            judgement.violate(
-                Rule::RuntimeAgreement,
-                format!(
-                    "the runtime called the provider {} times for one transfer, expected once",
-                    outcome.calls.len()
+            match (&outcome.runtime, outcome.calls.len()) {
+                (RuntimeVerdict::TimedOut { limit }, 0) => judgement.violate(
+                    Rule::Deadline,
+                    format!(
+                        "the run did not finish within {limit:?}, and the provider was not being called; trace: {}",
+                        describe_trace(&outcome.trace)
+                    ),
                 ),
-            );
+                (_, count) => judgement.violate(
+                    Rule::RuntimeAgreement,
+                    format!(
+                        "the runtime called the provider {count} times for one transfer, expected once"
+                    ),
+                ),
+            }
             return judgement;
         };
+        check_event_domains(route, outcome, &call.request, &mut judgement);
+        let injected = outcome
+            .trace
+            .iter()
+            .any(|event| matches!(event, TraceEvent::FaultInjected { .. }));
         match &call.result {
             ProviderResult::Panicked { message } => {
                 judgement.violate(Rule::NoPanic, format!("the provider panicked: {message}"));
-                for rule in OUTPUT_RULES {
-                    judgement.skip(rule, "the provider panicked, so there is no output");
-                }
-            }
-            ProviderResult::Failed { message, chain } => {
-                let mut text = format!(
-                    "the provider returned Err for a case inside its capabilities: {message}"
+                skip_output_rules(
+                    &mut judgement,
+                    "the provider panicked, so there is no output",
                 );
-                for source in chain {
-                    text.push_str(&format!("\n  caused by: {source}"));
+            }
+            ProviderResult::TimedOut { limit } => {
+                judgement.violate(
+                    Rule::Deadline,
+                    format!(
+                        "the provider had not returned after {limit:?}; trace: {}",
+                        describe_trace(&outcome.trace)
+                    ),
+                );
+                skip_output_rules(
+                    &mut judgement,
+                    "the provider never returned, so there is no output",
+                );
+            }
+            ProviderResult::Failed {
+                message,
+                chain,
+                device_error,
+            } => {
+                match device_error {
+                    Some(error) if injected => judgement.expected_errors.push(format!(
+                        "the provider passed the injected device failure on as a typed Err: {error}"
+                    )),
+                    _ => {
+                        let mut text = format!(
+                            "the provider returned Err for a case inside its capabilities: {message}"
+                        );
+                        for source in chain {
+                            text.push_str(&format!("\n  caused by: {source}"));
+                        }
+                        if injected {
+                            text.push_str("\n  (the device did inject a fault, but the Err does not carry the device's error in its source chain)");
+                        }
+                        judgement.violate(Rule::NoError, text);
+                    }
                 }
-                judgement.violate(Rule::NoError, text);
-                for rule in OUTPUT_RULES {
-                    judgement.skip(rule, "the provider returned Err, so there is no output");
-                }
+                skip_output_rules(
+                    &mut judgement,
+                    "the provider returned Err, so there is no output",
+                );
             }
             ProviderResult::Returned(returned) => {
                 check_output(case, route, returned, &mut judgement)
             }
         }
-        for rule in NOT_YET_CHECKABLE {
-            judgement.skip(rule, NOT_YET_REASON);
+        match &outcome.leaks {
+            LeakCheck::Checked(leaks) if !leaks.is_empty() => {
+                let bytes: usize = leaks.iter().map(|leak| leak.allocation.bytes).sum();
+                let listed: Vec<String> = leaks
+                    .iter()
+                    .map(|leak| format!("{} on {}", leak.allocation, leak.endpoint))
+                    .collect();
+                judgement.violate(
+                    Rule::NoLeak,
+                    format!(
+                        "{} allocation(s) ({bytes} bytes) made during the case are still live after its tensors were dropped: {}",
+                        leaks.len(),
+                        listed.join(", ")
+                    ),
+                );
+            }
+            LeakCheck::Checked(_) => {}
+            LeakCheck::Unchecked(reason) => judgement.skip(Rule::NoLeak, reason),
         }
         check_agreement(&outcome.runtime, &mut judgement);
         judgement.violations.sort_by_key(|violation| violation.rule);
         judgement
+    }
+}
+
+fn skip_output_rules(judgement: &mut Judgement, reason: &str) {
+    for rule in OUTPUT_RULES {
+        judgement.skip(rule, reason);
+    }
+    judgement.skip(Rule::Completion, reason);
+}
+
+/// The request's event-domain ids must be the snapshot's, and a transfer to
+/// a simulated destination must launch in that destination's domain.
+fn check_event_domains(
+    route: &Route,
+    outcome: &Outcome,
+    request: &RequestRecord,
+    judgement: &mut Judgement,
+) {
+    let (source, destination) = outcome.snapshot_event_domains;
+    if request.source_event_domain_id != source
+        || request.destination_event_domain_id != destination
+    {
+        judgement.violate(
+            Rule::RuntimeAgreement,
+            format!(
+                "the request names event domains {:?} -> {:?}, the runtime's snapshot assigns {source:?} -> {destination:?}",
+                request.source_event_domain_id, request.destination_event_domain_id
+            ),
+        );
+    }
+    if matches!(route.destination(), Endpoint::Sim(_)) && request.launch_domain != Some(destination)
+    {
+        judgement.violate(
+            Rule::RuntimeAgreement,
+            format!(
+                "the transfer to {} launched in {:?}, not in the destination's event domain {destination:?}",
+                route.destination().name(),
+                request.launch_domain
+            ),
+        );
     }
 }
 
@@ -202,6 +324,32 @@ fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement
             ),
         );
     }
+    match &returned.completion {
+        CompletionState::Complete => {}
+        CompletionState::Pending { detail } => {
+            judgement.violate(
+                Rule::Completion,
+                format!("transfer_blocking returned while the copy into its output was still in flight ({detail}): the output was not readable"),
+            );
+            judgement.skip(
+                Rule::Values,
+                "the copy had not completed, so the output held no final values",
+            );
+            return;
+        }
+        CompletionState::Failed { detail } => {
+            judgement.violate(
+                Rule::Completion,
+                format!("the copy into the output failed ({detail}), and the provider returned the tensor instead of an Err"),
+            );
+            judgement.skip(
+                Rule::Values,
+                "the copy failed, so the output held no final values",
+            );
+            return;
+        }
+        CompletionState::Unknown { reason } => judgement.skip(Rule::Completion, reason),
+    }
     // Values are compared element by element, which presupposes the
     // element type and count; a wrong dtype or length is already reported.
     if returned.dtype != case.dtype() || returned.buffer_len != case.len() {
@@ -259,7 +407,7 @@ fn check_agreement(runtime: &RuntimeVerdict, judgement: &mut Judgement) {
             Some(format!("the runtime accepted the output, the oracle found a {rule} violation"))
         }
         (RuntimeVerdict::Other { message, .. }, None)
-            if !judgement.violations.iter().any(|violation| matches!(violation.rule, Rule::NoError | Rule::NoPanic)) =>
+            if !judgement.violations.iter().any(|violation| matches!(violation.rule, Rule::NoError | Rule::NoPanic | Rule::Completion | Rule::Deadline)) =>
         {
             Some(format!("the oracle found no runtime-checked violation, yet the run failed: {message}"))
         }

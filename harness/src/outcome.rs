@@ -1,8 +1,10 @@
 //! `Outcome`: what one case did: the runtime's verdict and the Spy's record.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::Serialize;
+use tenferro_mock_devices::{Allocation, TraceEvent};
 use tenferro_runtime::{EventDomainId, TransferProviderContractError};
 use tenferro_tensor::DType;
 
@@ -108,6 +110,11 @@ pub enum RuntimeVerdict {
         /// The panic message.
         message: String,
     },
+    /// The run did not finish before the watchdog's deadline.
+    TimedOut {
+        /// The deadline.
+        limit: Duration,
+    },
     /// The run failed for another reason, or panicked outside the provider.
     Other {
         /// The error's Display.
@@ -122,7 +129,7 @@ impl RuntimeVerdict {
     /// tell a provider's own error from the runtime's.
     pub(crate) fn classify(error: &tenferro_runtime::Error, last_call: Option<&SpyRecord>) -> Self {
         match last_call.map(|record| &record.result) {
-            Some(ProviderResult::Failed { message, chain }) => {
+            Some(ProviderResult::Failed { message, chain, .. }) => {
                 return Self::ProviderError {
                     message: message.clone(),
                     chain: chain.clone(),
@@ -161,6 +168,26 @@ impl RuntimeVerdict {
     }
 }
 
+/// An allocation a case left behind, and whose memory it was.
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct LeakedAllocation {
+    /// The endpoint's name.
+    pub endpoint: String,
+    /// The allocation.
+    pub allocation: Allocation,
+}
+
+/// What the allocation ledgers said after a case's tensors were dropped.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum LeakCheck {
+    /// The ledgers were read: these allocations made during the case are
+    /// still live (empty: no leak).
+    Checked(Vec<LeakedAllocation>),
+    /// The ledgers could not be read, and why.
+    Unchecked(String),
+}
+
 /// Everything one case produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
@@ -171,6 +198,10 @@ pub struct Outcome {
     /// The event domains the runtime's snapshot assigns to (source,
     /// destination).
     pub snapshot_event_domains: (EventDomainId, EventDomainId),
+    /// The event-domain trace of the case.
+    pub trace: Vec<TraceEvent>,
+    /// Allocations the case left behind.
+    pub leaks: LeakCheck,
 }
 
 impl Outcome {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use tenferro_mock_devices::trace::{self, Trace};
 use tenferro_mock_devices::{EngineRole, read_compact, with_element};
 use tenferro_runtime::{
     CompiledGraph, EventDomainId, ExecutionEngine, GraphCompiler, Prepared, Runtime, TracedTensor,
@@ -14,7 +15,10 @@ use tenferro_tensor::{DType, TensorRead};
 
 use crate::spy::panic_message;
 use crate::stage::with_input;
-use crate::{Case, HarnessError, Layout, Outcome, Route, RuntimeOutput, RuntimeVerdict, Spy};
+use crate::{
+    Case, HarnessError, Layout, LeakCheck, LeakedAllocation, Outcome, Route, RuntimeOutput,
+    RuntimeVerdict, Spy,
+};
 
 /// What a `Prepared` depends on: tenferro specialises on dtype, shape and
 /// layout, so cases that agree on all three share one.
@@ -45,6 +49,7 @@ pub struct Rig {
     route: Route,
     runtime: Runtime,
     spy: Arc<Spy>,
+    trace: Arc<Trace>,
     source: Box<dyn ExecutionEngine>,
     destination: Box<dyn ExecutionEngine>,
     event_domains: (EventDomainId, EventDomainId),
@@ -71,7 +76,7 @@ impl Rig {
     /// Returns [`HarnessError::Config`] if the runtime rejects an engine or
     /// the provider registration.
     pub fn new(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
-        let spy = Arc::new(Spy::new(provider));
+        let spy = Arc::new(Spy::with_destination(provider, route.destination().clone()));
         let mut builder = Runtime::builder();
         let config = |what: &str| {
             let what = what.to_owned();
@@ -111,6 +116,7 @@ impl Rig {
             route,
             runtime,
             spy,
+            trace: Arc::new(Trace::default()),
             event_domains,
             programs: HashMap::new(),
             prepared: HashMap::new(),
@@ -132,6 +138,61 @@ impl Rig {
         self.event_domains
     }
 
+    /// The Spy around the provider under test.
+    pub fn spy(&self) -> &Arc<Spy> {
+        &self.spy
+    }
+
+    /// The trace each case records into (emptied when a case starts), for
+    /// a watchdog that must say what a hung case was doing.
+    pub fn trace(&self) -> &Arc<Trace> {
+        &self.trace
+    }
+
+    /// The live allocations this thread holds on each endpoint's ledger.
+    fn ledger_ids(&self) -> Vec<Vec<u64>> {
+        let me = std::thread::current().id();
+        [self.route.source(), self.route.destination()]
+            .into_iter()
+            .map(|endpoint| {
+                endpoint
+                    .ledger()
+                    .map(|ledger| ledger.live_ids_of(me))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Allocations made on this thread since `before` and still live.
+    fn leaks_since(&self, before: &[Vec<u64>]) -> LeakCheck {
+        let endpoints = [self.route.source(), self.route.destination()];
+        if endpoints.iter().all(|endpoint| endpoint.ledger().is_none()) {
+            return LeakCheck::Unchecked(
+                "neither endpoint keeps an allocation ledger (plain host memory)".to_owned(),
+            );
+        }
+        let me = std::thread::current().id();
+        let mut leaked = Vec::new();
+        for (endpoint, before) in endpoints.into_iter().zip(before) {
+            let Some(ledger) = endpoint.ledger() else {
+                continue;
+            };
+            leaked.extend(
+                ledger
+                    .live_allocations()
+                    .into_iter()
+                    .filter(|allocation| {
+                        allocation.thread == me && !before.contains(&allocation.id)
+                    })
+                    .map(|allocation| LeakedAllocation {
+                        endpoint: endpoint.name().to_owned(),
+                        allocation,
+                    }),
+            );
+        }
+        LeakCheck::Checked(leaked)
+    }
+
     /// Run one case.
     ///
     /// A provider's `Err` or panic is part of the [`Outcome`], not an error
@@ -148,6 +209,9 @@ impl Rig {
             let program = identity_program(case.dtype(), case.shape())?;
             self.programs.insert(program_key.clone(), program);
         }
+        self.trace.take();
+        let _traced = trace::install(Arc::clone(&self.trace));
+        let ledgers_before = self.ledger_ids();
         let Self {
             route,
             runtime,
@@ -216,10 +280,15 @@ impl Rig {
                 })
             },
         )??;
+        let calls = spy.take();
+        // Every tensor of the case (input, transfer, output) is dropped now.
+        let leaks = self.leaks_since(&ledgers_before);
         Ok(Outcome {
             runtime: runtime_verdict,
-            calls: spy.take(),
+            calls,
             snapshot_event_domains: self.event_domains,
+            trace: self.trace.take(),
+            leaks,
         })
     }
 }

@@ -185,25 +185,25 @@ impl Rule {
                 "The oracle tests the returned backend family and allocation domain against the destination's declared storage rule."
             }
             Rule::Completion => {
-                "Needs simulated storage that knows whether a copy is pending (asynchronous mock devices); reported as not checked until then."
+                "Right after transfer_blocking returns, the Spy asks the destination whether the copy into the output has completed: simulated memory knows (a queued copy completes only when waited on); plain host memory cannot tell, so the rule is not checked there."
             }
             Rule::Values => {
                 "The Spy maps the returned buffer and takes its byte image; the oracle compares it element by element with the case's bytes."
             }
             Rule::NoError => {
-                "The Spy records an Err with its Display and source chain; every built-in case is inside the reference providers' capabilities."
+                "The Spy records an Err with its Display and source chain; every built-in case is inside the reference providers' capabilities. An Err that carries a device failure the fault plan injected on this case is an expected error, not a violation."
             }
             Rule::NoPanic => {
                 "The Spy runs the provider inside catch_unwind, records the panic message and hands the runtime an Err."
             }
             Rule::Deadline => {
-                "Needs a watchdog around the provider call (asynchronous mock devices); reported as not checked until then."
+                "The Watchdog runs each case on a worker thread; a case that overruns its deadline is reported with the request in flight and the event-domain trace, the hung thread is released or given up, and the next case runs."
             }
             Rule::NoLeak => {
-                "Needs allocation accounting across the run (asynchronous mock devices); reported as not checked until then."
+                "The endpoints' allocation ledgers are read before the case and after all its tensors are dropped; allocations the case's thread made and left live are leaks. Plain host memory keeps no ledger."
             }
             Rule::RuntimeAgreement => {
-                "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted."
+                "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted. The request's event-domain ids must be the snapshot's, and a transfer to a simulated device must launch in its event domain."
             }
         }
     }

@@ -4,13 +4,17 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use tenferro_mock_devices::{Element, with_element};
+use tenferro_mock_devices::trace::{self, TraceEvent};
+use tenferro_mock_devices::{DeviceError, Element, current_launch_domain, with_element};
 use tenferro_runtime::{
     EngineId, EventDomainId, ProviderDeviceIdentity, StorageClass, TransferProvider,
     TransferRequest,
 };
 use tenferro_tensor::{AllocationDomainId, DType, Placement, StorageBuffer, Tensor, TensorRead};
+
+use crate::{CompletionState, Endpoint};
 
 /// What the runtime asked the provider for.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -41,6 +45,9 @@ pub struct RequestRecord {
     pub input_offset: isize,
     /// Whether the input arrived as a `TensorRead::View`.
     pub input_is_view: bool,
+    /// The simulated event domain whose launch made the call, when a
+    /// simulated domain launched it (host domains are not observable).
+    pub launch_domain: Option<EventDomainId>,
 }
 
 impl RequestRecord {
@@ -63,6 +70,7 @@ impl RequestRecord {
             input_strides: strides,
             input_offset: offset,
             input_is_view: matches!(input, TensorRead::View(_)),
+            launch_domain: current_launch_domain(),
         }
     }
 }
@@ -93,10 +101,19 @@ pub struct ReturnedTensor {
     pub allocation_domain: Option<AllocationDomainId>,
     /// Little-endian image of the whole buffer, or why it could not be read.
     pub bytes: Result<Vec<u8>, String>,
+    /// Whether the copy into it had completed when the provider returned.
+    pub completion: CompletionState,
 }
 
 impl ReturnedTensor {
-    fn of(tensor: &Tensor) -> Self {
+    fn of(tensor: &Tensor, destination: Option<&Endpoint>) -> Self {
+        // Asked first, before anything else can complete the copy.
+        let completion = match destination {
+            Some(endpoint) => endpoint.completion_state(tensor),
+            None => CompletionState::Unknown {
+                reason: "the Spy was not told the destination".to_owned(),
+            },
+        };
         let read = TensorRead::from_tensor(tensor);
         let (buffer_len, bytes) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor),
             external => (0, Err("external dtypes have no byte image".to_owned())));
@@ -108,6 +125,7 @@ impl ReturnedTensor {
             backend_family: read.backend_family(),
             allocation_domain: read.allocation_domain(),
             bytes,
+            completion,
         }
     }
 }
@@ -146,11 +164,19 @@ pub enum ProviderResult {
         message: String,
         /// Display of each `source()` below it.
         chain: Vec<String>,
+        /// The simulated device's error, when the `Err` carries one in its
+        /// source chain (a provider passing a device failure on).
+        device_error: Option<DeviceError>,
     },
     /// It panicked; the Spy caught the unwind.
     Panicked {
         /// The panic payload, when it was a string.
         message: String,
+    },
+    /// It had not returned when the watchdog's deadline passed.
+    TimedOut {
+        /// The deadline.
+        limit: Duration,
     },
 }
 
@@ -170,16 +196,44 @@ pub struct SpyRecord {
 #[derive(Debug)]
 pub struct Spy {
     inner: Arc<dyn TransferProvider>,
+    destination: Option<Endpoint>,
     records: Mutex<Vec<SpyRecord>>,
+    in_flight: Mutex<Option<RequestRecord>>,
 }
 
 impl Spy {
-    /// Spy on `inner`.
+    /// Spy on `inner`; completion is not observed without a destination.
     pub fn new(inner: Arc<dyn TransferProvider>) -> Self {
         Self {
             inner,
+            destination: None,
             records: Mutex::new(Vec::new()),
+            in_flight: Mutex::new(None),
         }
+    }
+
+    /// Spy on `inner`, asking `destination` whether each returned tensor's
+    /// copy has completed.
+    pub fn with_destination(inner: Arc<dyn TransferProvider>, destination: Endpoint) -> Self {
+        Self {
+            destination: Some(destination),
+            ..Self::new(inner)
+        }
+    }
+
+    /// The request of a call that has not returned yet, if one is running.
+    pub fn in_flight(&self) -> Option<RequestRecord> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_in_flight(&self, request: Option<RequestRecord>) {
+        *self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = request;
     }
 
     /// Take every record made since the last call.
@@ -215,6 +269,18 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// The simulated device's error in `error`'s source chain, if any.
+fn device_error_in(error: &(dyn std::error::Error + 'static)) -> Option<DeviceError> {
+    let mut next = Some(error);
+    while let Some(current) = next {
+        if let Some(device) = current.downcast_ref::<DeviceError>() {
+            return Some(device.clone());
+        }
+        next = current.source();
+    }
+    None
+}
+
 /// Display of every error below `error` in its `source()` chain.
 pub fn source_chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
     let mut chain = Vec::new();
@@ -229,11 +295,27 @@ pub fn source_chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
 impl TransferProvider for Spy {
     fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
         let asked = RequestRecord::of(&request);
-        match catch_unwind(AssertUnwindSafe(|| self.inner.transfer_blocking(request))) {
+        trace::record(TraceEvent::ProviderCalled {
+            launch_domain: asked.launch_domain,
+        });
+        self.set_in_flight(Some(asked.clone()));
+        let result = catch_unwind(AssertUnwindSafe(|| self.inner.transfer_blocking(request)));
+        self.set_in_flight(None);
+        trace::record(TraceEvent::ProviderReturned {
+            how: match &result {
+                Ok(Ok(_)) => "ok",
+                Ok(Err(_)) => "err",
+                Err(_) => "panic",
+            },
+        });
+        match result {
             Ok(Ok(tensor)) => {
                 self.push(SpyRecord {
                     request: asked,
-                    result: ProviderResult::Returned(ReturnedTensor::of(&tensor)),
+                    result: ProviderResult::Returned(ReturnedTensor::of(
+                        &tensor,
+                        self.destination.as_ref(),
+                    )),
                 });
                 Ok(tensor)
             }
@@ -243,6 +325,7 @@ impl TransferProvider for Spy {
                     result: ProviderResult::Failed {
                         message: error.to_string(),
                         chain: source_chain(&error),
+                        device_error: device_error_in(&error),
                     },
                 });
                 Err(error)

@@ -1,0 +1,223 @@
+//! `Watchdog`: runs each case on a worker thread under a deadline, so a
+//! provider that hangs becomes a `deadline` verdict and the suite goes on.
+
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use tenferro_mock_devices::{Trace, hold};
+use tenferro_runtime::{EventDomainId, TransferProvider};
+
+use crate::{
+    Case, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route, RuntimeVerdict, Spy,
+    SpyRecord,
+};
+
+/// The deadline of a case unless a caller chooses another: long enough for
+/// a million-element case in a debug build on a loaded two-core machine.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// After a deadline passes, how long the watchdog waits for a released
+/// worker to come back before it gives the worker up for lost.
+const GRACE: Duration = Duration::from_secs(1);
+
+type Reply = Result<Outcome, HarnessError>;
+
+struct Worker {
+    jobs: Sender<Case>,
+    replies: Receiver<Reply>,
+    thread: ThreadId,
+    spy: Arc<Spy>,
+    trace: Arc<Trace>,
+    event_domains: (EventDomainId, EventDomainId),
+}
+
+impl Worker {
+    fn spawn(route: &Route, provider: &Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
+        let (jobs, job_queue) = mpsc::channel::<Case>();
+        let (reply, replies) = mpsc::channel::<Reply>();
+        let (ready, started) = mpsc::channel();
+        let (route, provider) = (route.clone(), Arc::clone(provider));
+        let handle = std::thread::Builder::new()
+            .name("transfer-case".to_owned())
+            .spawn(move || {
+                let mut rig = match Rig::new(route, provider) {
+                    Ok(rig) => rig,
+                    Err(error) => {
+                        let _ = ready.send(Err(error));
+                        return;
+                    }
+                };
+                let handles = (
+                    Arc::clone(rig.spy()),
+                    Arc::clone(rig.trace()),
+                    rig.event_domains(),
+                );
+                if ready.send(Ok(handles)).is_err() {
+                    return;
+                }
+                while let Ok(case) = job_queue.recv() {
+                    if reply.send(rig.run(&case)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|error| HarnessError::Runtime {
+                context: "starting the case worker".to_owned(),
+                message: error.to_string(),
+            })?;
+        let (spy, trace, event_domains) = started.recv().map_err(|_| HarnessError::Runtime {
+            context: "starting the case worker".to_owned(),
+            message: "the worker died before it built its rig".to_owned(),
+        })??;
+        Ok(Self {
+            jobs,
+            replies,
+            thread: handle.thread().id(),
+            spy,
+            trace,
+            event_domains,
+        })
+    }
+}
+
+/// Runs cases through a [`Rig`] on a worker thread, each under a deadline.
+///
+/// A case that overruns is reported as [`RuntimeVerdict::TimedOut`], with
+/// the request the provider was serving and the case's event-domain trace.
+/// The watchdog then releases the hung thread (simulated hangs park in
+/// [`hold`]); if the thread does not come back, it is given up and a fresh
+/// rig runs the next case.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tenferro_mock_devices::providers::{Broken, Fault};
+/// use tenferro_mock_devices::SimUpload;
+/// use tenferro_transfer_harness::{Case, Endpoint, Oracle, Route, Rule, Watchdog};
+///
+/// let route = Route::host_to_sim().unwrap();
+/// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+/// let hang = Arc::new(Broken::new(Arc::new(SimUpload::new(device)), vec![Fault::Hang]));
+/// let mut watchdog = Watchdog::new(route.clone(), hang, Duration::from_millis(50)).unwrap();
+/// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+/// let judgement = Oracle.judge(&case, &route, &watchdog.run(&case).unwrap());
+/// assert_eq!(judgement.rules(), vec![Rule::Deadline]);
+/// // The watchdog survives to run the next case.
+/// assert!(watchdog.run(&case).is_ok());
+/// ```
+pub struct Watchdog {
+    route: Route,
+    provider: Arc<dyn TransferProvider>,
+    deadline: Duration,
+    worker: Option<Worker>,
+    lost_workers: usize,
+}
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Watchdog")
+            .field("route", &self.route.label())
+            .field("deadline", &self.deadline)
+            .field("lost_workers", &self.lost_workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watchdog {
+    /// A watchdog running `provider` on `route` with `deadline` per case.
+    ///
+    /// # Errors
+    ///
+    /// The rig's setup error when the runtime cannot be built.
+    pub fn new(
+        route: Route,
+        provider: Arc<dyn TransferProvider>,
+        deadline: Duration,
+    ) -> Result<Self, HarnessError> {
+        let worker = Worker::spawn(&route, &provider)?;
+        Ok(Self {
+            route,
+            provider,
+            deadline,
+            worker: Some(worker),
+            lost_workers: 0,
+        })
+    }
+
+    /// The route.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// The per-case deadline.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Worker threads given up for lost after a hang they never left.
+    pub fn lost_workers(&self) -> usize {
+        self.lost_workers
+    }
+
+    /// Run one case under the deadline.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rig::run`], or a worker that could not be started or died.
+    pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        let worker = match self.worker.take() {
+            Some(worker) => worker,
+            None => Worker::spawn(&self.route, &self.provider)?,
+        };
+        let died = || HarnessError::Runtime {
+            context: format!("running a case on route {}", self.route.label()),
+            message: "the case worker died".to_owned(),
+        };
+        if worker.jobs.send(case.clone()).is_err() {
+            return Err(died());
+        }
+        match worker.replies.recv_timeout(self.deadline) {
+            Ok(reply) => {
+                self.worker = Some(worker);
+                reply
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(died()),
+            Err(RecvTimeoutError::Timeout) => Ok(self.give_up(worker)),
+        }
+    }
+
+    /// The outcome of a case that overran; the worker is released and kept
+    /// if it comes back within the grace period.
+    fn give_up(&mut self, worker: Worker) -> Outcome {
+        let request = worker.spy.in_flight();
+        let trace = worker.trace.events();
+        let event_domains = worker.event_domains;
+        hold::release(worker.thread);
+        match worker.replies.recv_timeout(GRACE) {
+            // Its outcome belongs to a case already judged as timed out.
+            Ok(_) => self.worker = Some(worker),
+            Err(_) => self.lost_workers += 1,
+        }
+        let limit = self.deadline;
+        Outcome {
+            runtime: RuntimeVerdict::TimedOut { limit },
+            calls: request
+                .map(|request| SpyRecord {
+                    request,
+                    result: ProviderResult::TimedOut { limit },
+                })
+                .into_iter()
+                .collect(),
+            snapshot_event_domains: event_domains,
+            trace,
+            leaks: LeakCheck::Unchecked(
+                "the case timed out, so its tensors were never dropped".to_owned(),
+            ),
+        }
+    }
+}
