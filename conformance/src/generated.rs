@@ -10,7 +10,9 @@ use proptest::test_runner::{
 use serde::Serialize;
 use tenferro_mock_devices::providers::Fault;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
-use tenferro_transfer_harness::{HarnessError, Judgement, Oracle, Rig, Route};
+use tenferro_transfer_harness::{
+    DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Watchdog,
+};
 
 use crate::BuiltinProvider;
 use crate::report::ViolationRow;
@@ -34,6 +36,8 @@ pub struct GeneratedOptions {
     /// Where proptest keeps failing seeds, relative to the working directory
     /// (under `cargo test`, the calling crate); `None` keeps none.
     pub regressions: Option<&'static str>,
+    /// The per-case deadline.
+    pub deadline: Duration,
 }
 
 impl GeneratedOptions {
@@ -44,6 +48,7 @@ impl GeneratedOptions {
             seed: None,
             inject: Vec::new(),
             regressions: None,
+            deadline: DEFAULT_DEADLINE,
         }
     }
 
@@ -151,7 +156,7 @@ fn drawn_seed() -> u64 {
     hasher.finish()
 }
 
-fn judge(rig: &mut Rig, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
+fn judge(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
     let case = recipe.case().map_err(|error| error.to_string())?;
     let outcome = rig.run(&case).map_err(|error| error.to_string())?;
     Ok(Oracle.judge(&case, route, &outcome))
@@ -183,9 +188,10 @@ pub fn run_generated(
     options: &GeneratedOptions,
 ) -> Result<GeneratedReport, HarnessError> {
     let route = provider.route()?;
-    let rig = RefCell::new(Rig::new(
+    let rig = RefCell::new(Watchdog::new(
         route.clone(),
         provider_for(provider, &route, &options.inject)?,
+        options.deadline,
     )?);
     let seed = options.seed.unwrap_or_else(drawn_seed);
     let config = Config {
@@ -251,7 +257,7 @@ pub fn run_generated(
 fn failure_of(
     provider: &BuiltinProvider,
     inject: &[Fault],
-    rig: &mut Rig,
+    rig: &mut Watchdog,
     route: &Route,
     minimal: Recipe,
 ) -> GeneratedFailure {
@@ -294,7 +300,11 @@ pub fn replay(
     recipe: &Recipe,
 ) -> Result<Judgement, HarnessError> {
     let route = provider.route()?;
-    let mut rig = Rig::new(route.clone(), provider_for(provider, &route, inject)?)?;
+    let mut rig = Watchdog::new(
+        route.clone(),
+        provider_for(provider, &route, inject)?,
+        DEFAULT_DEADLINE,
+    )?;
     let case = recipe.case()?;
     let outcome = rig.run(&case)?;
     Ok(Oracle.judge(&case, &route, &outcome))

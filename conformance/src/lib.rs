@@ -17,6 +17,7 @@
 //! ```
 
 mod builtin;
+pub mod concurrency;
 pub mod generated;
 mod report;
 pub mod selftest;

@@ -2,6 +2,7 @@
 //! providers and prints the report.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_generated};
@@ -32,6 +33,15 @@ struct Cli {
     /// see how a broken provider is reported; e.g. one-ulp, wrong-dtype.
     #[arg(long = "inject", value_name = "FAULT", value_parser = parse_fault, global = true)]
     inject: Vec<Fault>,
+    /// Per-case deadline in milliseconds: a provider that has not returned
+    /// by then fails the `deadline` rule, and the run goes on.
+    #[arg(
+        long = "deadline-ms",
+        value_name = "MS",
+        default_value_t = 60_000,
+        global = true
+    )]
+    deadline_ms: u64,
 }
 
 fn parse_fault(name: &str) -> Result<Fault, String> {
@@ -104,6 +114,7 @@ fn main() -> ExitCode {
         Command::Run => {
             let options = SuiteOptions {
                 inject: cli.inject.clone(),
+                deadline: Duration::from_millis(cli.deadline_ms),
                 ..SuiteOptions::default()
             };
             let report = run_fixed_suite(&providers, &options);
@@ -129,6 +140,7 @@ fn main() -> ExitCode {
             let options = GeneratedOptions {
                 seed,
                 inject: cli.inject.clone(),
+                deadline: Duration::from_millis(cli.deadline_ms),
                 ..GeneratedOptions::new(profile)
             };
             let mut reports = Vec::new();

@@ -55,6 +55,9 @@ pub struct CaseResult {
     pub violations: Vec<ViolationRow>,
     /// Rules not checked on this case, with why.
     pub unchecked: Vec<Unchecked>,
+    /// Device failures the provider correctly passed on as a typed `Err`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expected_errors: Vec<String>,
     /// Why the case was skipped, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
@@ -81,6 +84,7 @@ impl CaseResult {
                 .map(ViolationRow::from)
                 .collect(),
             unchecked: judgement.unchecked,
+            expected_errors: judgement.expected_errors,
             skip_reason: None,
         }
     }
@@ -99,6 +103,7 @@ impl CaseResult {
                 message,
             }],
             unchecked: Vec::new(),
+            expected_errors: Vec::new(),
             skip_reason: None,
         }
     }
@@ -114,6 +119,7 @@ impl CaseResult {
             verdict: Verdict::Skip,
             violations: Vec::new(),
             unchecked: Vec::new(),
+            expected_errors: Vec::new(),
             skip_reason: Some(reason),
         }
     }
@@ -195,6 +201,9 @@ impl Report {
                     format!("{:?}", row.shape),
                     row.layout.clone(),
                     match row.verdict {
+                        Verdict::Pass if !row.expected_errors.is_empty() => {
+                            "pass (expected error)".to_owned()
+                        }
                         Verdict::Pass => "pass".to_owned(),
                         Verdict::Fail => format!("FAIL ({})", row.violations.len()),
                         Verdict::Skip => "skip".to_owned(),
@@ -227,6 +236,9 @@ impl Report {
                     violation.rule,
                     violation.message.replace('\n', "\n      ")
                 );
+            }
+            for expected in &row.expected_errors {
+                let _ = writeln!(out, "    expected error: {expected}");
             }
             if let Some(reason) = &row.skip_reason {
                 let _ = writeln!(out, "    skipped: {reason}");

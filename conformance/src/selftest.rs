@@ -5,16 +5,18 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_mock_devices::{
-    Element, PRESET_DTYPES, compact_strides, strided_positions, with_element,
+    Element, FaultPlan, PRESET_DTYPES, compact_strides, strided_positions, with_element,
 };
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::{
-    Case, Filler, Judgement, Layout, Oracle, PlacementRule, Rig, Route, Rule, StorageRule,
+    Case, Endpoint, Filler, Judgement, Layout, Oracle, PlacementRule, Route, Rule, StorageRule,
+    Watchdog,
 };
 
 use crate::{BuiltinProvider, fixed_shapes};
@@ -27,16 +29,31 @@ pub struct BrokenSpec {
     pub faults: Vec<Fault>,
     /// Exactly the rules that must fire.
     pub expected: Vec<Rule>,
+    /// The per-case deadline it runs under.
+    pub deadline: Duration,
     applies: fn(&Case, &Route) -> bool,
 }
+
+/// The deadline of the self-test's cases: far above what any of them takes.
+pub const SELFTEST_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The deadline of the cases that must hang: short, so the self-test stays
+/// fast; a hang is a hang whatever the limit.
+pub const HANG_DEADLINE: Duration = Duration::from_millis(100);
 
 impl BrokenSpec {
     fn new(faults: Vec<Fault>, expected: Vec<Rule>, applies: fn(&Case, &Route) -> bool) -> Self {
         Self {
             faults,
             expected,
+            deadline: SELFTEST_DEADLINE,
             applies,
         }
+    }
+
+    fn hanging(mut self) -> Self {
+        self.deadline = HANG_DEADLINE;
+        self
     }
 
     /// The broken provider's name: its faults joined by `+`.
@@ -173,6 +190,44 @@ fn misread_differs(case: &Case, ignore_strides: bool) -> bool {
     with_element!(case.dtype(), T => misread::<T>(case, spec, ignore_strides), external => false)
 }
 
+/// Whether the second half of the case's elements (what a partial copy
+/// leaves as poison) differs from the device's poison.
+fn suffix_differs_from_poison(case: &Case, _: &Route) -> bool {
+    fn differs<T: Element>(case: &Case) -> bool {
+        let values = case.typed_values::<T>();
+        let (mut poison, mut suffix) = (Vec::new(), Vec::new());
+        T::extend_bytes(&[T::POISON], &mut poison);
+        T::extend_bytes(&values[values.len() / 2..], &mut suffix);
+        suffix
+            .chunks_exact(T::WIDTH)
+            .any(|element| element != poison)
+    }
+    with_element!(case.dtype(), T => differs::<T>(case), external => false)
+}
+
+/// The few cases a hang is tried on: each costs a whole deadline.
+fn few_tiny_cases(case: &Case, _: &Route) -> bool {
+    case.len() <= 1 && case.dtype() == DType::F64
+}
+
+fn sim_endpoint(_: &Case, route: &Route) -> bool {
+    [route.source(), route.destination()]
+        .iter()
+        .any(|endpoint| matches!(endpoint, Endpoint::Sim(_)))
+}
+
+fn sim_destination(case: &Case, route: &Route) -> bool {
+    matches!(route.destination(), Endpoint::Sim(_)) && always(case, route)
+}
+
+fn tiny_on_sim(case: &Case, route: &Route) -> bool {
+    sim_endpoint(case, route) && few_tiny_cases(case, route)
+}
+
+fn non_empty_on_sim(case: &Case, route: &Route) -> bool {
+    sim_endpoint(case, route) && suffix_differs_from_poison(case, route)
+}
+
 fn strides_matter(case: &Case, _: &Route) -> bool {
     misread_differs(case, true)
 }
@@ -219,6 +274,15 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         BrokenSpec::new(vec![F::IgnoreOffset], vec![R::Values], offset_matters),
         BrokenSpec::new(vec![F::ErrOnValid], vec![R::NoError], always),
         BrokenSpec::new(vec![F::Panic], vec![R::NoPanic], always),
+        BrokenSpec::new(vec![F::EarlyReturn], vec![R::Completion], sim_destination),
+        BrokenSpec::new(
+            vec![F::PartialCopy],
+            vec![R::Values],
+            suffix_differs_from_poison,
+        ),
+        BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], always),
+        BrokenSpec::new(vec![F::Hang], vec![R::Deadline], few_tiny_cases).hanging(),
+        BrokenSpec::new(vec![F::PanicMidCopy], vec![R::NoPanic], always),
         BrokenSpec::new(
             vec![F::WrongDtype, F::HostPlacement],
             vec![R::Dtype, R::Placement],
@@ -229,6 +293,93 @@ pub fn catalogue() -> Vec<BrokenSpec> {
             vec![R::Residency, R::Values],
             non_empty,
         ),
+    ]
+}
+
+/// A fault plan of the simulated devices, met by the reference providers:
+/// the rules that must fire, and whether the provider must pass the
+/// device's failure on as a typed `Err` (an expected error, not a
+/// violation).
+#[derive(Clone, Debug)]
+pub struct DeviceFaultSpec {
+    /// Name in the kill matrix (`device:<name>`).
+    pub name: &'static str,
+    /// The plan, installed on every simulated endpoint before each case.
+    pub plan: FaultPlan,
+    /// Exactly the rules that must fire.
+    pub expected: Vec<Rule>,
+    /// Whether every case must end in an expected error.
+    pub expects_error: bool,
+    /// The per-case deadline.
+    pub deadline: Duration,
+    applies: fn(&Case, &Route) -> bool,
+}
+
+impl DeviceFaultSpec {
+    /// Whether the plan changes anything observable for `case` on `route`.
+    pub fn applies(&self, case: &Case, route: &Route) -> bool {
+        (self.applies)(case, route)
+    }
+}
+
+/// The device fault plans of the self-test: one per way a simulated device
+/// can fail.
+pub fn device_faults() -> Vec<DeviceFaultSpec> {
+    let spec = |name, plan, expected: Vec<Rule>, expects_error, applies| DeviceFaultSpec {
+        name,
+        plan,
+        expected,
+        expects_error,
+        deadline: SELFTEST_DEADLINE,
+        applies,
+    };
+    vec![
+        // Only a device destination allocates on the device.
+        spec(
+            "out-of-memory",
+            FaultPlan::new().out_of_memory_at(1),
+            vec![],
+            true,
+            sim_destination,
+        ),
+        spec(
+            "device-lost",
+            FaultPlan::new().device_lost_after(0),
+            vec![],
+            true,
+            sim_endpoint,
+        ),
+        spec(
+            "copy-error",
+            FaultPlan::new().copy_error_after(1, 4),
+            vec![],
+            true,
+            sim_endpoint,
+        ),
+        spec(
+            "partial-copy",
+            FaultPlan::new().partial_copy(1, 0),
+            vec![Rule::Values],
+            false,
+            non_empty_on_sim,
+        ),
+        spec(
+            "latency-spike",
+            FaultPlan::new().latency_spike(1, Duration::from_millis(1)),
+            vec![],
+            false,
+            sim_endpoint,
+        ),
+        DeviceFaultSpec {
+            deadline: HANG_DEADLINE,
+            ..spec(
+                "never-complete",
+                FaultPlan::new().never_complete(1),
+                vec![Rule::Deadline],
+                false,
+                tiny_on_sim,
+            )
+        },
     ]
 }
 
@@ -247,6 +398,8 @@ pub struct ProviderRow {
     pub missed: usize,
     /// Cases where an unexpected rule fired.
     pub false_alarms: usize,
+    /// Cases that ended in an expected error (a device failure passed on).
+    pub expected_errors: usize,
     /// The first few misses and false alarms, for diagnosis.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
@@ -298,7 +451,7 @@ impl SelfTestReport {
         for rule in &rules {
             let _ = write!(out, " {:>3}", abbreviation(*rule));
         }
-        out.push_str("  cases missed false-alarms\n");
+        out.push_str("  cases missed false-alarms expected-errors\n");
         for row in &self.providers {
             let _ = write!(out, "{:<name_width$}", row.name);
             for rule in &rules {
@@ -314,8 +467,8 @@ impl SelfTestReport {
             }
             let _ = writeln!(
                 out,
-                "  {:>5} {:>6} {:>12}",
-                row.cases, row.missed, row.false_alarms
+                "  {:>5} {:>6} {:>12} {:>15}",
+                row.cases, row.missed, row.false_alarms, row.expected_errors
             );
             for example in &row.examples {
                 let _ = writeln!(out, "    {example}");
@@ -366,12 +519,24 @@ struct Tally {
     cases: usize,
     missed: usize,
     false_alarms: usize,
+    expected_errors: usize,
     examples: Vec<String>,
 }
 
 impl Tally {
-    fn record(&mut self, expected: &[Rule], judgement: &Judgement, context: &str) -> bool {
+    fn record(&mut self, plan: &Exercise<'_>, judgement: &Judgement, context: &str) -> bool {
+        let expected = plan.expected;
         self.cases += 1;
+        if !judgement.expected_errors.is_empty() {
+            self.expected_errors += 1;
+        } else if plan.expects_error {
+            self.missed += 1;
+            if self.examples.len() < 3 {
+                self.examples.push(format!(
+                    "the provider did not pass the injected device failure on as a typed Err on {context}"
+                ));
+            }
+        }
         let fired = judgement.rules();
         self.caught.extend(fired.iter().copied());
         let missed: Vec<Rule> = expected
@@ -412,22 +577,41 @@ impl Tally {
             cases: self.cases,
             missed: self.missed,
             false_alarms: self.false_alarms,
+            expected_errors: self.expected_errors,
             examples: self.examples,
         }
     }
 }
 
+/// How one provider is exercised: the rules that must fire, the cases it
+/// applies to, the deadline, and the device fault plan of each case.
+struct Exercise<'a> {
+    expected: &'a [Rule],
+    applies: &'a dyn Fn(&Case, &Route) -> bool,
+    deadline: Duration,
+    plan: Option<&'a FaultPlan>,
+    expects_error: bool,
+}
+
+/// Install `plan` on every simulated endpoint of `route`.
+fn install(route: &Route, plan: &FaultPlan) {
+    for endpoint in [route.source(), route.destination()] {
+        if let Endpoint::Sim(device) = endpoint {
+            device.install_faults(plan.clone());
+        }
+    }
+}
+
 /// Run one provider on one route over every dtype and fixed shape (the
-/// large one excepted) that `applies` admits.
+/// large one excepted) that the exercise applies to.
 fn exercise(
     route: &Route,
     provider: Arc<dyn TransferProvider>,
-    expected: &[Rule],
-    applies: &dyn Fn(&Case, &Route) -> bool,
+    plan: &Exercise<'_>,
     tally: &mut Tally,
     disagreements: &mut usize,
 ) {
-    let mut rig = match Rig::new(route.clone(), provider) {
+    let mut rig = match Watchdog::new(route.clone(), provider, plan.deadline) {
         Ok(rig) => rig,
         Err(error) => {
             tally.cases += 1;
@@ -444,13 +628,20 @@ fn exercise(
             let Ok(case) = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) else {
                 continue;
             };
-            if !applies(&case, route) {
+            if !(plan.applies)(&case, route) {
                 continue;
             }
             let context = format!("{} {dtype:?} {}", route.label(), shape.name);
-            match rig.run(&case) {
+            if let Some(faults) = plan.plan {
+                install(route, faults);
+            }
+            let outcome = rig.run(&case);
+            if plan.plan.is_some() {
+                install(route, &FaultPlan::new());
+            }
+            match outcome {
                 Ok(outcome) => {
-                    if tally.record(expected, &Oracle.judge(&case, route, &outcome), &context) {
+                    if tally.record(plan, &Oracle.judge(&case, route, &outcome), &context) {
                         *disagreements += 1;
                     }
                 }
@@ -492,21 +683,47 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 continue;
             };
             let broken = Arc::new(Broken::new(inner, spec.faults.clone()));
-            exercise(
-                route,
-                broken,
-                &spec.expected,
-                &|case, route| spec.applies(case, route),
-                &mut tally,
-                &mut disagreements,
-            );
+            let plan = Exercise {
+                expected: &spec.expected,
+                applies: &|case, route| spec.applies(case, route),
+                deadline: spec.deadline,
+                plan: None,
+                expects_error: false,
+            };
+            exercise(route, broken, &plan, &mut tally, &mut disagreements);
         }
         rows.push(tally.row(spec.name(), spec.expected.clone()));
+    }
+    for spec in device_faults() {
+        let mut tally = Tally::default();
+        for (provider, route) in &routes {
+            let Ok(inner) = provider.provider(route) else {
+                continue;
+            };
+            let plan = Exercise {
+                expected: &spec.expected,
+                applies: &|case, route| spec.applies(case, route),
+                deadline: spec.deadline,
+                plan: Some(&spec.plan),
+                expects_error: spec.expects_error,
+            };
+            exercise(route, inner, &plan, &mut tally, &mut disagreements);
+        }
+        rows.push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
     }
     for (provider, route) in &routes {
         let mut tally = Tally::default();
         match provider.provider(route) {
-            Ok(inner) => exercise(route, inner, &[], &always, &mut tally, &mut disagreements),
+            Ok(inner) => {
+                let plan = Exercise {
+                    expected: &[],
+                    applies: &always,
+                    deadline: SELFTEST_DEADLINE,
+                    plan: None,
+                    expects_error: false,
+                };
+                exercise(route, inner, &plan, &mut tally, &mut disagreements)
+            }
             Err(error) => tally.examples.push(error.to_string()),
         }
         rows.push(tally.row(format!("reference:{}", provider.name), Vec::new()));

@@ -1,12 +1,13 @@
 //! Running the fixed suite against the built-in providers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::{Case, HarnessError, Oracle, Rig, Route};
+use tenferro_transfer_harness::{Case, DEFAULT_DEADLINE, HarnessError, Oracle, Route, Watchdog};
 
 use crate::report::{CaseResult, Report, RowHead};
 use crate::{BuiltinProvider, fixed_shapes};
@@ -21,6 +22,8 @@ pub struct SuiteOptions {
     /// Faults to inject into every provider (none by default): a way to see
     /// what a failing provider looks like.
     pub inject: Vec<Fault>,
+    /// The per-case deadline ([`DEFAULT_DEADLINE`] by default).
+    pub deadline: Duration,
 }
 
 impl Default for SuiteOptions {
@@ -29,6 +32,7 @@ impl Default for SuiteOptions {
             dtypes: PRESET_DTYPES.to_vec(),
             include_large: true,
             inject: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
         }
     }
 }
@@ -40,6 +44,7 @@ impl SuiteOptions {
             dtypes: dtypes.to_vec(),
             include_large: false,
             inject: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
         }
     }
 }
@@ -97,7 +102,8 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
             .and_then(|route| {
                 let inner = provider_for(provider, route, &options.inject)
                     .map_err(|error| error.to_string())?;
-                Rig::new(route.clone(), inner).map_err(|error| error.to_string())
+                Watchdog::new(route.clone(), inner, options.deadline)
+                    .map_err(|error| error.to_string())
             });
         for &dtype in &options.dtypes {
             for shape in &shapes {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_tensor::DType;
-use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, Rig, RuntimeVerdict};
+use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, Rig, RuntimeVerdict, Watchdog};
 use tenferro_transfer_conformance::{BUILTIN_PROVIDERS, builtin_provider, fixed_shapes, selftest};
 
 /// Snapshots live in `snapshots/` at the workspace root, and process-unique
@@ -22,6 +22,8 @@ macro_rules! with_snapshot_settings {
                 (r"AllocationDomainId\(\d+\)", "AllocationDomainId([domain])"),
                 (r"EventDomainId\s*\{[^}]*\}", "EventDomainId { [domain] }"),
                 (r"0x[0-9a-f]{12,16}\b", "[address]"),
+                (r"copy #\d+", "copy #[n]"),
+                (r"allocation #\d+", "allocation #[id]"),
             ],
         }, $body)
     };
@@ -80,7 +82,7 @@ fn oracle_reports_of_every_broken_provider() {
         let (builtin, route, case) =
             found.unwrap_or_else(|| panic!("{} applies nowhere", spec.name()));
         let broken = Broken::new(builtin.provider(&route).unwrap(), spec.faults.clone());
-        let mut rig = Rig::new(route.clone(), Arc::new(broken)).unwrap();
+        let mut rig = Watchdog::new(route.clone(), Arc::new(broken), spec.deadline).unwrap();
         let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
         let mut text = format!(
             "provider: {}\nroute: {}\ncase: {:?} {:?} {}\n",
@@ -99,6 +101,61 @@ fn oracle_reports_of_every_broken_provider() {
         assert_eq!(judgement.rules(), spec.expected, "{text}");
         with_snapshot_settings!({
             insta::assert_snapshot!(format!("oracle-{}", spec.name()), text);
+        });
+    }
+}
+
+#[test]
+fn oracle_reports_of_every_device_fault_plan() {
+    for spec in selftest::device_faults() {
+        let found = BUILTIN_PROVIDERS.iter().find_map(|builtin| {
+            let route = builtin.route().unwrap();
+            PRESET_DTYPES.iter().find_map(|&dtype| {
+                fixed_shapes(false).into_iter().find_map(|shape| {
+                    let case = Case::patterned(dtype, shape.shape, shape.layout).unwrap();
+                    spec.applies(&case, &route)
+                        .then(|| (*builtin, route.clone(), case))
+                })
+            })
+        });
+        let (builtin, route, case) =
+            found.unwrap_or_else(|| panic!("{} applies nowhere", spec.name));
+        let mut rig = Watchdog::new(
+            route.clone(),
+            builtin.provider(&route).unwrap(),
+            spec.deadline,
+        )
+        .unwrap();
+        for endpoint in [route.source(), route.destination()] {
+            if let tenferro_transfer_conformance::harness::Endpoint::Sim(device) = endpoint {
+                device.install_faults(spec.plan.clone());
+            }
+        }
+        let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
+        let mut text = format!(
+            "device fault plan: {} ({})\nprovider: reference {}\nroute: {}\ncase: {:?} {:?} {}\n",
+            spec.name,
+            spec.plan,
+            builtin.name,
+            route.label(),
+            case.dtype(),
+            case.shape(),
+            case.layout_label()
+        );
+        for violation in &judgement.violations {
+            let _ = writeln!(text, "violation {}: {}", violation.rule, violation.message);
+        }
+        for expected in &judgement.expected_errors {
+            let _ = writeln!(text, "expected error: {expected}");
+        }
+        assert_eq!(judgement.rules(), spec.expected, "{text}");
+        assert_eq!(
+            judgement.expected_errors.is_empty(),
+            !spec.expects_error,
+            "{text}"
+        );
+        with_snapshot_settings!({
+            insta::assert_snapshot!(format!("device-fault-{}", spec.name), text);
         });
     }
 }
