@@ -2,6 +2,7 @@
 //! shrunk to one minimal failing case with a command that replays it.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::test_runner::{
@@ -9,9 +10,10 @@ use proptest::test_runner::{
 };
 use serde::Serialize;
 use tenferro_mock_devices::providers::Fault;
+use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Watchdog,
+    DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Unchecked, Watchdog,
 };
 
 use crate::BuiltinProvider;
@@ -162,8 +164,110 @@ fn judge(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Result<Judgement
     Ok(Oracle.judge(&case, route, &outcome))
 }
 
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// What [`generate`] found: how many cases it ran, and the shrunk failure.
+pub(crate) struct Generation {
+    /// The generator's seed.
+    pub seed: u64,
+    /// Cases run, shrinking included.
+    pub cases: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// The minimal failing recipe and its violations.
+    pub failure: Option<(Recipe, Vec<ViolationRow>)>,
+    /// Rules left unchecked on every generated case, with the first reason.
+    pub unchecked: Vec<Unchecked>,
+}
+
+/// Run proptest-drawn recipes inside `capabilities` through `provider` on
+/// `route`, shrinking the first failure to a minimal recipe.
+///
+/// # Errors
+///
+/// Returns the harness's error if the rig cannot be built.
+pub(crate) fn generate(
+    route: &Route,
+    provider: Arc<dyn TransferProvider>,
+    capabilities: &Capabilities,
+    options: &GeneratedOptions,
+) -> Result<Generation, HarnessError> {
+    let rig = RefCell::new(Watchdog::new(route.clone(), provider, options.deadline)?);
+    let seed = options.seed.unwrap_or_else(drawn_seed);
+    let config = Config {
+        cases: options.profile.cases(),
+        failure_persistence: options.regressions.map(|path| {
+            Box::new(FileFailurePersistence::Direct(path))
+                as Box<dyn proptest::test_runner::FailurePersistence>
+        }),
+        max_shrink_iters: 4096,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(config, seed_rng(seed));
+    let strategy = recipe(options.profile, capabilities);
+    let cases = std::cell::Cell::new(0_u64);
+    let unchecked: RefCell<Option<Vec<Unchecked>>> = RefCell::new(None);
+    let start = Instant::now();
+    let result = runner.run(&strategy, |recipe| {
+        cases.set(cases.get() + 1);
+        let judgement =
+            judge(&mut rig.borrow_mut(), route, &recipe).map_err(TestCaseError::fail)?;
+        let mut everywhere = unchecked.borrow_mut();
+        match everywhere.as_mut() {
+            None => *everywhere = Some(judgement.unchecked.clone()),
+            Some(kept) => kept.retain(|item| {
+                judgement
+                    .unchecked
+                    .iter()
+                    .any(|other| other.rule == item.rule)
+            }),
+        }
+        if judgement.passed() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(judgement.violations[0].message.clone()))
+        }
+    });
+    let elapsed = start.elapsed();
+    let failure = match result {
+        Ok(()) => None,
+        Err(TestError::Fail(_, minimal)) => {
+            let violations = match judge(&mut rig.borrow_mut(), route, &minimal) {
+                Ok(judgement) => judgement
+                    .violations
+                    .iter()
+                    .map(ViolationRow::from)
+                    .collect(),
+                Err(message) => vec![ViolationRow {
+                    rule: "setup".into(),
+                    message,
+                }],
+            };
+            Some((minimal, violations))
+        }
+        Err(TestError::Abort(reason)) => Some((
+            Recipe {
+                dtype: "F32".into(),
+                shape: vec![],
+                layout: tenferro_transfer_harness::Layout::Owned,
+                seed: 0,
+                specials: 0,
+            },
+            vec![ViolationRow {
+                rule: "setup".into(),
+                message: format!("proptest aborted: {reason}"),
+            }],
+        )),
+    };
+    Ok(Generation {
+        seed,
+        cases: cases.get(),
+        elapsed,
+        failure,
+        unchecked: unchecked.take().unwrap_or_default(),
+    })
 }
 
 /// Run the generated suite against one built-in provider.
@@ -188,105 +292,38 @@ pub fn run_generated(
     options: &GeneratedOptions,
 ) -> Result<GeneratedReport, HarnessError> {
     let route = provider.route()?;
-    let rig = RefCell::new(Watchdog::new(
-        route.clone(),
+    let generation = generate(
+        &route,
         provider_for(provider, &route, &options.inject)?,
-        options.deadline,
-    )?);
-    let seed = options.seed.unwrap_or_else(drawn_seed);
-    let config = Config {
-        cases: options.profile.cases(),
-        failure_persistence: options.regressions.map(|path| {
-            Box::new(FileFailurePersistence::Direct(path))
-                as Box<dyn proptest::test_runner::FailurePersistence>
-        }),
-        max_shrink_iters: 4096,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(config, seed_rng(seed));
-    let strategy = recipe(options.profile, &Capabilities::all());
-    let cases = std::cell::Cell::new(0_u64);
-    let start = Instant::now();
-    let result = runner.run(&strategy, |recipe| {
-        cases.set(cases.get() + 1);
-        let judgement =
-            judge(&mut rig.borrow_mut(), &route, &recipe).map_err(TestCaseError::fail)?;
-        if judgement.passed() {
-            Ok(())
-        } else {
-            Err(TestCaseError::fail(judgement.violations[0].message.clone()))
-        }
-    });
-    let elapsed = start.elapsed();
-    let failure = match result {
-        Ok(()) => None,
-        Err(TestError::Fail(_, minimal)) => Some(failure_of(
-            provider,
-            &options.inject,
-            &mut rig.borrow_mut(),
-            &route,
-            minimal,
-        )),
-        Err(TestError::Abort(reason)) => Some(GeneratedFailure {
-            minimal: Recipe {
-                dtype: "F32".into(),
-                shape: vec![],
-                layout: tenferro_transfer_harness::Layout::Owned,
-                seed: 0,
-                specials: 0,
-            },
-            violations: vec![ViolationRow {
-                rule: "setup".into(),
-                message: format!("proptest aborted: {reason}"),
-            }],
-            replay_command: String::new(),
-            replay_env: String::new(),
-        }),
-    };
+        &Capabilities::all(),
+        options,
+    )?;
+    let inject: String = options
+        .inject
+        .iter()
+        .map(|fault| format!(" --inject {}", fault.name()))
+        .collect();
     Ok(GeneratedReport {
         provider: provider.name.to_owned(),
         route: route.label(),
         profile: options.profile,
-        seed,
-        cases: cases.get(),
-        elapsed,
-        failure,
+        seed: generation.seed,
+        cases: generation.cases,
+        elapsed: generation.elapsed,
+        failure: generation.failure.map(|(minimal, violations)| {
+            let json = minimal.to_json();
+            GeneratedFailure {
+                replay_command: format!(
+                    "cargo run --release -- replay --provider {}{inject} {}",
+                    provider.name,
+                    shell_quote(&json)
+                ),
+                replay_env: format!("{REPLAY_ENV}={} cargo test", shell_quote(&json)),
+                minimal,
+                violations,
+            }
+        }),
     })
-}
-
-fn failure_of(
-    provider: &BuiltinProvider,
-    inject: &[Fault],
-    rig: &mut Watchdog,
-    route: &Route,
-    minimal: Recipe,
-) -> GeneratedFailure {
-    let violations = match judge(rig, route, &minimal) {
-        Ok(judgement) => judgement
-            .violations
-            .iter()
-            .map(ViolationRow::from)
-            .collect(),
-        Err(message) => vec![ViolationRow {
-            rule: "setup".into(),
-            message,
-        }],
-    };
-    let json = minimal.to_json();
-    let inject: String = inject
-        .iter()
-        .map(|fault| format!(" --inject {}", fault.name()))
-        .collect();
-    GeneratedFailure {
-        replay_command: format!(
-            "cargo run --release -- replay --provider {}{inject} {}",
-            provider.name,
-            shell_quote(&json)
-        ),
-        replay_env: format!("{REPLAY_ENV}={} cargo test", shell_quote(&json)),
-        minimal,
-        violations,
-    }
 }
 
 /// Run one recipe through a built-in provider: what `replay` does.

@@ -19,12 +19,18 @@
 mod builtin;
 pub mod concurrency;
 pub mod generated;
+mod level;
+pub mod prelude;
+mod provider_suite;
 mod report;
 pub mod selftest;
 mod shapes;
 mod suite;
+mod tests_macro;
 
 pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
+pub use level::{Level, UnknownLevel};
+pub use provider_suite::{BoxError, NO_SKIP_ENV, ProviderSuite, RuleVerdict};
 pub use report::{CaseResult, Report, RowHead, Summary, Verdict, ViolationRow};
 pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
 pub use suite::{SuiteOptions, run_fixed_suite};

@@ -14,9 +14,10 @@ use tenferro_mock_devices::{
 };
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
+use tenferro_transfer_harness::strategy::Capabilities;
 use tenferro_transfer_harness::{
-    Case, Endpoint, Filler, Judgement, Layout, Oracle, PlacementRule, Route, Rule, StorageRule,
-    Watchdog,
+    CapabilityGate, Case, Endpoint, Filler, Judgement, Layout, Oracle, PlacementRule, Route, Rule,
+    StorageRule, Watchdog,
 };
 
 use crate::{BuiltinProvider, fixed_shapes};
@@ -509,6 +510,7 @@ fn abbreviation(rule: Rule) -> &'static str {
         Rule::NoPanic => "np",
         Rule::Deadline => "dl",
         Rule::NoLeak => "lk",
+        Rule::CapabilityHonesty => "ch",
         _ => "ra",
     }
 }
@@ -659,6 +661,116 @@ fn exercise(
     }
 }
 
+/// The capabilities the honesty rows declare: narrower than what the
+/// reference providers serve.
+fn narrow_capabilities() -> Capabilities {
+    Capabilities {
+        dtypes: vec![DType::F64],
+        views: false,
+        max_elements: 64,
+    }
+}
+
+/// A provider that declares [`narrow_capabilities`], built around a
+/// reference provider, and the rules its out-of-capability cases must fire.
+struct HonestySpec {
+    name: &'static str,
+    wrap: fn(Arc<dyn TransferProvider>) -> Arc<dyn TransferProvider>,
+    expected: Vec<Rule>,
+}
+
+/// The honesty rows: a provider that serves more than it declares, one that
+/// returns wrong data outside, one that panics outside, and one that
+/// refuses outside with a typed `Err` (which must pass).
+fn honesty_specs() -> Vec<HonestySpec> {
+    vec![
+        HonestySpec {
+            name: "serves-undeclared",
+            wrap: |inner| inner,
+            expected: vec![Rule::CapabilityHonesty],
+        },
+        HonestySpec {
+            name: "wrong-data-outside",
+            wrap: |inner| Arc::new(Broken::new(inner, vec![Fault::OneUlp])),
+            expected: vec![Rule::CapabilityHonesty],
+        },
+        HonestySpec {
+            name: "panics-outside",
+            wrap: |inner| Arc::new(Broken::new(inner, vec![Fault::Panic])),
+            expected: vec![Rule::NoPanic, Rule::CapabilityHonesty],
+        },
+        HonestySpec {
+            name: "gated",
+            wrap: |inner| Arc::new(CapabilityGate::new(inner, narrow_capabilities())),
+            expected: Vec::new(),
+        },
+    ]
+}
+
+/// Run `provider` on the cases just outside [`narrow_capabilities`].
+fn exercise_outside(
+    route: &Route,
+    provider: Arc<dyn TransferProvider>,
+    expected: &[Rule],
+    tally: &mut Tally,
+    disagreements: &mut usize,
+) {
+    let plan = Exercise {
+        expected,
+        applies: &always,
+        deadline: SELFTEST_DEADLINE,
+        plan: None,
+        expects_error: false,
+    };
+    let (mut rig, outside) = match (
+        Watchdog::new(route.clone(), provider, plan.deadline),
+        narrow_capabilities().outside_cases(),
+    ) {
+        (Ok(rig), Ok(outside)) => (rig, outside),
+        (Err(error), _) => {
+            tally.cases += 1;
+            tally.missed += 1;
+            tally.examples.push(format!(
+                "route {} could not be built: {error}",
+                route.label()
+            ));
+            return;
+        }
+        (_, Err(error)) => {
+            tally.cases += 1;
+            tally.missed += 1;
+            tally.examples.push(format!("no outside cases: {error}"));
+            return;
+        }
+    };
+    for outside in &outside {
+        let context = format!(
+            "{} {:?} {:?} ({})",
+            route.label(),
+            outside.case.dtype(),
+            outside.case.shape(),
+            outside.why
+        );
+        match rig.run(&outside.case) {
+            Ok(outcome) => {
+                let judgement = Oracle.judge_outside(outside, route, &outcome);
+                if tally.record(&plan, &judgement, &context) {
+                    *disagreements += 1;
+                }
+            }
+            Err(error) => {
+                tally.cases += 1;
+                tally.missed += 1;
+                if tally.examples.len() < 3 {
+                    tally
+                        .examples
+                        .push(format!("could not run {context}: {error}"));
+                }
+            }
+        }
+    }
+}
+
 /// Run the self-test on the routes of `providers`.
 ///
 /// # Examples
@@ -710,6 +822,22 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
             exercise(route, inner, &plan, &mut tally, &mut disagreements);
         }
         rows.push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
+    }
+    for spec in honesty_specs() {
+        let mut tally = Tally::default();
+        for (provider, route) in &routes {
+            let Ok(inner) = provider.provider(route) else {
+                continue;
+            };
+            exercise_outside(
+                route,
+                (spec.wrap)(inner),
+                &spec.expected,
+                &mut tally,
+                &mut disagreements,
+            );
+        }
+        rows.push(tally.row(format!("honesty:{}", spec.name), spec.expected.clone()));
     }
     for (provider, route) in &routes {
         let mut tally = Tally::default();

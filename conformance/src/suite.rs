@@ -7,7 +7,9 @@ use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::{Case, DEFAULT_DEADLINE, HarnessError, Oracle, Route, Watchdog};
+use tenferro_transfer_harness::{
+    Case, DEFAULT_DEADLINE, HarnessError, Oracle, Route, Rule, Unchecked, Watchdog,
+};
 
 use crate::report::{CaseResult, Report, RowHead};
 use crate::{BuiltinProvider, fixed_shapes};
@@ -48,6 +50,9 @@ impl SuiteOptions {
         }
     }
 }
+
+/// Why the fixed suite never checks `capability-honesty`.
+const BUILTIN_HONESTY: &str = "the built-in providers declare every capability, so there is nothing to refuse (the self-test checks the rule)";
 
 /// The provider under test for `route`, with `inject` faults if any.
 pub(crate) fn provider_for(
@@ -123,10 +128,14 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
                                     ..head
                                 };
                                 match rig.run(&case) {
-                                    Ok(outcome) => CaseResult::judged(
-                                        head,
-                                        Oracle.judge(&case, route, &outcome),
-                                    ),
+                                    Ok(outcome) => {
+                                        let mut judgement = Oracle.judge(&case, route, &outcome);
+                                        judgement.unchecked.push(Unchecked {
+                                            rule: Rule::CapabilityHonesty,
+                                            reason: BUILTIN_HONESTY.to_owned(),
+                                        });
+                                        CaseResult::judged(head, judgement)
+                                    }
                                     Err(error) => {
                                         CaseResult::setup_failure(head, error.to_string())
                                     }

@@ -129,6 +129,7 @@ fn rules_lists_the_whole_catalogue() {
             "no-panic",
             "deadline",
             "no-leak",
+            "capability-honesty",
             "runtime-agreement"
         ]
     );

@@ -159,3 +159,75 @@ fn oracle_reports_of_every_device_fault_plan() {
         });
     }
 }
+
+#[test]
+fn oracle_reports_of_capability_honesty() {
+    use tenferro_transfer_conformance::harness::CapabilityGate;
+    use tenferro_transfer_conformance::harness::strategy::Capabilities;
+
+    let declared = Capabilities {
+        dtypes: vec![DType::F64],
+        views: false,
+        max_elements: 64,
+    };
+    let outside = declared.outside_cases().unwrap();
+    let builtin = builtin_provider("sim-upload").unwrap();
+    for (name, faults, gated, expected) in [
+        (
+            "serves-undeclared",
+            vec![],
+            false,
+            vec!["capability-honesty"],
+        ),
+        (
+            "wrong-data-outside",
+            vec![Fault::OneUlp],
+            false,
+            vec!["capability-honesty"],
+        ),
+        (
+            "panics-outside",
+            vec![Fault::Panic],
+            false,
+            vec!["no-panic", "capability-honesty"],
+        ),
+        ("gated", vec![], true, vec![]),
+    ] {
+        let route = builtin.route().unwrap();
+        let mut provider = builtin.provider(&route).unwrap();
+        if !faults.is_empty() {
+            provider = Arc::new(Broken::new(provider, faults));
+        }
+        if gated {
+            provider = Arc::new(CapabilityGate::new(provider, declared.clone()));
+        }
+        let mut rig = Watchdog::new(route.clone(), provider, selftest::SELFTEST_DEADLINE).unwrap();
+        let mut text = format!(
+            "provider: {name} (declares F64, no views, at most 64 elements)\nroute: {}\n",
+            route.label()
+        );
+        for case in &outside {
+            let judgement = Oracle.judge_outside(case, &route, &rig.run(&case.case).unwrap());
+            let rules: Vec<&str> = judgement.rules().iter().map(|rule| rule.id()).collect();
+            assert_eq!(rules, expected, "{name} on {}: {judgement:?}", case.why);
+            let _ = writeln!(
+                text,
+                "case: {:?} {:?} {} ({})",
+                case.case.dtype(),
+                case.case.shape(),
+                case.case.layout_label(),
+                case.why
+            );
+            for violation in &judgement.violations {
+                let _ = writeln!(
+                    text,
+                    "  violation {}: {}",
+                    violation.rule, violation.message
+                );
+            }
+        }
+        with_snapshot_settings!({
+            insta::assert_snapshot!(format!("honesty-{name}"), text);
+        });
+    }
+}

@@ -25,6 +25,7 @@
 mod case;
 mod completion;
 mod error;
+mod honesty;
 mod host;
 mod oracle;
 mod outcome;
@@ -39,6 +40,7 @@ mod watchdog;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
 pub use error::HarnessError;
+pub use honesty::{CapabilityGate, MAX_EXCEEDED_ELEMENTS, OutsideCase};
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
 pub use oracle::{Judgement, Oracle, Unchecked, Violation};
 pub use outcome::{

@@ -33,6 +33,8 @@ pub enum Rule {
     Deadline,
     /// Every allocation is released with its tensor.
     NoLeak,
+    /// An input outside the declared capabilities gets a typed `Err`.
+    CapabilityHonesty,
     /// The suite's verdict agrees with the runtime's.
     RuntimeAgreement,
 }
@@ -48,7 +50,7 @@ pub const RUNTIME_ORDER: [Rule; 5] = [
 
 impl Rule {
     /// Every rule, in catalogue order.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::Dtype,
         Rule::Shape,
         Rule::BufferLength,
@@ -60,6 +62,7 @@ impl Rule {
         Rule::NoPanic,
         Rule::Deadline,
         Rule::NoLeak,
+        Rule::CapabilityHonesty,
         Rule::RuntimeAgreement,
     ];
 
@@ -86,6 +89,7 @@ impl Rule {
             Rule::NoPanic => "no-panic",
             Rule::Deadline => "deadline",
             Rule::NoLeak => "no-leak",
+            Rule::CapabilityHonesty => "capability-honesty",
             Rule::RuntimeAgreement => "runtime-agreement",
         }
     }
@@ -118,6 +122,9 @@ impl Rule {
                 "The provider returns (Ok or Err) within the deadline; it never hangs."
             }
             Rule::NoLeak => "Every allocation the transfer made is released when its tensor drops.",
+            Rule::CapabilityHonesty => {
+                "An input outside the provider's declared capabilities gets a typed Err: no success (with wrong data or right), no panic."
+            }
             Rule::RuntimeAgreement => {
                 "The suite's verdict on the runtime-checked rules equals the runtime's own verdict."
             }
@@ -159,6 +166,9 @@ impl Rule {
             }
             Rule::NoLeak => {
                 "TransferProvider::transfer_blocking (runtime/transfer.rs): the returned Tensor owns its storage"
+            }
+            Rule::CapabilityHonesty => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs) # Errors: Err when the request cannot be served; the declared capabilities are the provider's own statement of what it serves"
             }
             Rule::RuntimeAgreement => {
                 "validate_transfer_output (runtime/execution.rs): its check order dtype, shape, buffer-length, placement, residency"
@@ -202,6 +212,9 @@ impl Rule {
             Rule::NoLeak => {
                 "The endpoints' allocation ledgers are read before the case and after all its tensors are dropped; allocations the case's thread made and left live are leaks. Plain host memory keeps no ledger."
             }
+            Rule::CapabilityHonesty => {
+                "The suite stages inputs just outside the declared capabilities (an undeclared dtype, a view when views are not declared, one element more than the declared maximum) and requires the provider to return Err; an Ok is reported with whatever else was wrong with it. Unchecked when the declared capabilities cover every case the suite can draw."
+            }
             Rule::RuntimeAgreement => {
                 "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted. The request's event-domain ids must be the snapshot's, and a transfer to a simulated device must launch in its event domain."
             }
@@ -238,7 +251,7 @@ impl Serialize for Rule {
 /// An id that names no rule.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "unknown rule id `{id}`; known ids: dtype, shape, buffer-length, placement, residency, completion, values, no-error, no-panic, deadline, no-leak, runtime-agreement"
+    "unknown rule id `{id}`; known ids: dtype, shape, buffer-length, placement, residency, completion, values, no-error, no-panic, deadline, no-leak, capability-honesty, runtime-agreement"
 )]
 pub struct UnknownRule {
     /// The id given.

@@ -1,0 +1,108 @@
+//! Conformance levels: the set of rules a provider crate pins, so that an
+//! upgrade of the suite never starts failing its CI without warning.
+//!
+//! # Policy
+//!
+//! - A level is a frozen list of rules. `Level::V1` is every rule of the
+//!   0.1 catalogue and never changes.
+//! - A rule added later joins a later level (`V2`, ...), never an existing
+//!   one. A crate pinned to `V1` keeps passing on a patch or minor upgrade
+//!   of the suite; the new rule is reported as not checked at its level.
+//! - A rule's check may grow stricter within a level only to fix a false
+//!   pass (the suite missed a violation the rule's statement already
+//!   forbids); such a change is named in the changelog.
+//! - Moving to a new level is the caller's decision: change one argument.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use tenferro_transfer_harness::Rule;
+
+/// A conformance level a provider crate pins.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::Level;
+/// use tenferro_transfer_conformance::harness::Rule;
+///
+/// assert!(Level::V1.includes(Rule::Values));
+/// assert_eq!(Level::LATEST, Level::V1);
+/// assert_eq!("v1".parse::<Level>().unwrap(), Level::V1);
+/// ```
+#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Level {
+    /// The rules of the 0.1 catalogue.
+    V1,
+}
+
+/// The rules of [`Level::V1`], in catalogue order.
+const V1_RULES: [Rule; 13] = [
+    Rule::Dtype,
+    Rule::Shape,
+    Rule::BufferLength,
+    Rule::Placement,
+    Rule::Residency,
+    Rule::Completion,
+    Rule::Values,
+    Rule::NoError,
+    Rule::NoPanic,
+    Rule::Deadline,
+    Rule::NoLeak,
+    Rule::CapabilityHonesty,
+    Rule::RuntimeAgreement,
+];
+
+impl Level {
+    /// The newest level.
+    pub const LATEST: Level = Level::V1;
+
+    /// The rules this level checks, in catalogue order.
+    pub fn rules(self) -> &'static [Rule] {
+        match self {
+            Level::V1 => &V1_RULES,
+        }
+    }
+
+    /// Whether this level checks `rule`.
+    pub fn includes(self, rule: Rule) -> bool {
+        self.rules().contains(&rule)
+    }
+
+    /// The level's name, e.g. `v1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::V1 => "v1",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// A name that is no level.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown conformance level `{name}`; known levels: v1")]
+pub struct UnknownLevel {
+    /// The name given.
+    pub name: String,
+}
+
+impl FromStr for Level {
+    type Err = UnknownLevel;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "v1" | "V1" => Ok(Level::V1),
+            other => Err(UnknownLevel {
+                name: other.to_owned(),
+            }),
+        }
+    }
+}

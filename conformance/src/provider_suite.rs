@@ -1,0 +1,687 @@
+//! `ProviderSuite`: what a provider crate declares about its provider (the
+//! routes it serves, its capabilities, a profile and a pinned level), and
+//! the run that judges it on the fixed cases, the generated cases and the
+//! cases just outside its capabilities.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tenferro_mock_devices::PRESET_DTYPES;
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::strategy::{Capabilities, PROFILE_ENV, Profile, Recipe};
+use tenferro_transfer_harness::{
+    Case, DEFAULT_DEADLINE, HarnessError, Judgement, MAX_EXCEEDED_ELEMENTS, Oracle, OutsideCase,
+    Route, Rule, Unchecked, Watchdog, panic_message,
+};
+
+use crate::generated::{GeneratedOptions, REPLAY_ENV, SEED_ENV, generate, shell_quote};
+use crate::report::{CaseResult, Report, RowHead, ViolationRow};
+use crate::{LARGE_ELEMENTS, Level, fixed_shapes};
+
+/// The error a provider factory may return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+type RouteFactory = Box<dyn Fn() -> Result<Route, HarnessError> + Send + Sync>;
+type ProviderFactory =
+    Box<dyn Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> + Send + Sync>;
+
+/// One route a provider declares it serves.
+struct DeclaredRoute {
+    name: String,
+    route: RouteFactory,
+    provider: ProviderFactory,
+}
+
+/// A provider under test, as its crate declares it.
+///
+/// Declaring never fails: a route or provider that cannot be built is a
+/// failed `setup` row of the report, so [`ProviderSuite::run`] always
+/// returns a [`Report`] and never panics.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_transfer_conformance::prelude::*;
+///
+/// let suite = ProviderSuite::new("my-upload", Level::V1)
+///     .route("upload", Route::host_to_sim, |route| {
+///         let Endpoint::Sim(device) = route.destination() else {
+///             return Err("upload serves a simulated destination".into());
+///         };
+///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+///     })
+///     .capabilities(Capabilities { dtypes: vec![DType::F32], views: true, max_elements: 64 })
+///     .profile(Profile::Quick)
+///     .seed(7);
+/// let report = suite.run();
+/// // SimUpload serves every dtype, so declaring only F32 is dishonest.
+/// assert_eq!(
+///     suite.check(&report, "upload", Rule::CapabilityHonesty).verdict_name(),
+///     "fail"
+/// );
+/// assert!(suite.check(&report, "upload", Rule::Values).is_pass());
+/// ```
+pub struct ProviderSuite {
+    name: String,
+    level: Level,
+    profile: Profile,
+    capabilities: Capabilities,
+    deadline: Duration,
+    seed: Option<u64>,
+    routes: Vec<DeclaredRoute>,
+}
+
+impl std::fmt::Debug for ProviderSuite {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ProviderSuite")
+            .field("name", &self.name)
+            .field("level", &self.level)
+            .field("profile", &self.profile)
+            .field("capabilities", &self.capabilities)
+            .field("routes", &self.route_names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The verdict of one rule on one route, as a `#[test]` reports it.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum RuleVerdict {
+    /// The rule was checked on `cases` cases and held on every one.
+    Pass {
+        /// Cases on which the rule was checked.
+        cases: usize,
+    },
+    /// The rule was broken (or the route could not run); the text names
+    /// each failing case and how to replay it.
+    Fail(String),
+    /// The rule was checked on no case of the route; the text says why.
+    /// Never a pass.
+    Skip(String),
+}
+
+impl RuleVerdict {
+    /// Whether the rule held on every case where it was checked, and was
+    /// checked on at least one.
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Self::Pass { .. })
+    }
+
+    /// `pass`, `fail` or `skip`.
+    pub fn verdict_name(&self) -> &'static str {
+        match self {
+            Self::Pass { .. } => "pass",
+            Self::Fail(_) => "fail",
+            Self::Skip(_) => "skip",
+        }
+    }
+}
+
+/// Environment variable that turns a skipped rule test into a failure.
+pub const NO_SKIP_ENV: &str = "TRANSFER_CONFORMANCE_NO_SKIP";
+
+/// How many failing cases a rule test lists before it summarises.
+const LISTED_FAILURES: usize = 5;
+
+impl ProviderSuite {
+    /// A provider called `name`, pinned to `level`, with every preset dtype,
+    /// views and any size declared, the `quick` profile and the default
+    /// deadline. Add its routes with [`ProviderSuite::route`].
+    pub fn new(name: impl Into<String>, level: Level) -> Self {
+        Self {
+            name: name.into(),
+            level,
+            profile: Profile::Quick,
+            capabilities: Capabilities::all(),
+            deadline: DEFAULT_DEADLINE,
+            seed: None,
+            routes: Vec::new(),
+        }
+    }
+
+    /// Declare a route the provider serves: `name` (a Rust identifier: the
+    /// macro names the route's tests after it), how to build the route, and
+    /// how to build the provider for it.
+    pub fn route<R, P>(mut self, name: &str, route: R, provider: P) -> Self
+    where
+        R: Fn() -> Result<Route, HarnessError> + Send + Sync + 'static,
+        P: Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> + Send + Sync + 'static,
+    {
+        self.routes.push(DeclaredRoute {
+            name: name.to_owned(),
+            route: Box::new(route),
+            provider: Box::new(provider),
+        });
+        self
+    }
+
+    /// Declare what the provider serves. Cases inside are judged by every
+    /// rule; cases just outside must be refused with a typed `Err`
+    /// (`capability-honesty`).
+    pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The generated-case profile (`quick` by default);
+    /// `TRANSFER_CONFORMANCE_PROFILE` overrides it at run time.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The per-case deadline.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Fix the generator's seed (drawn and reported when unset);
+    /// `TRANSFER_CONFORMANCE_SEED` overrides it at run time.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The provider's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pinned level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// The declared capabilities.
+    pub fn declared_capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// The declared route names, in declaration order.
+    pub fn route_names(&self) -> Vec<&str> {
+        self.routes
+            .iter()
+            .map(|route| route.name.as_str())
+            .collect()
+    }
+
+    /// Run every declared route: the fixed cases and the generated cases
+    /// inside the capabilities, and the cases just outside them. With
+    /// `TRANSFER_CONFORMANCE_REPLAY` set, runs only that recipe.
+    ///
+    /// Never panics: a route, provider or case that cannot be set up is a
+    /// failed `setup` row, a provider's panic or hang a violation.
+    pub fn run(&self) -> Report {
+        match std::env::var(REPLAY_ENV) {
+            Ok(json) => self.replay(&json),
+            Err(_) => self.run_routes(None),
+        }
+    }
+
+    /// Run only the case of `recipe` (one line of JSON, as a failure
+    /// prints it) on every declared route, judged inside or outside the
+    /// capabilities as it falls: what `TRANSFER_CONFORMANCE_REPLAY` does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_conformance::prelude::*;
+    ///
+    /// let suite = ProviderSuite::new("sim-upload", Level::V1).route("upload", Route::host_to_sim, |route| {
+    ///     let Endpoint::Sim(device) = route.destination() else { return Err("no device".into()) };
+    ///     Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+    /// });
+    /// let report = suite.replay(r#"{"dtype":"C64","shape":[1,1],"layout":{"kind":"owned"},"seed":0,"specials":0}"#);
+    /// assert_eq!((report.summary.passed, report.summary.failed), (1, 0));
+    /// ```
+    pub fn replay(&self, recipe: &str) -> Report {
+        self.run_routes(Some(recipe))
+    }
+
+    fn run_routes(&self, replay: Option<&str>) -> Report {
+        let mut report = Report::default();
+        if self.routes.is_empty() {
+            report.push(CaseResult::setup_failure(
+                self.head("?", String::new()),
+                format!(
+                    "provider `{}` declares no route; add one with ProviderSuite::route",
+                    self.name
+                ),
+            ));
+        }
+        for declared in &self.routes {
+            let rows = catch_unwind(AssertUnwindSafe(|| self.run_route(declared, replay)))
+                .unwrap_or_else(|payload| {
+                    vec![CaseResult::setup_failure(
+                        self.head(&declared.name, String::new()),
+                        format!(
+                            "the suite itself panicked (a harness bug; please report it): {}",
+                            panic_message(payload.as_ref())
+                        ),
+                    )]
+                });
+            for row in rows {
+                report.push(row);
+            }
+        }
+        report
+    }
+
+    fn head(&self, route: &str, label: String) -> RowHead {
+        RowHead {
+            provider: self.name.clone(),
+            route: if label.is_empty() {
+                route.to_owned()
+            } else {
+                format!("{route} ({label})")
+            },
+            dtype: "*".to_owned(),
+            shape: Vec::new(),
+            layout: String::new(),
+        }
+    }
+
+    fn case_head(&self, route: &str, label: &str, case: &Case) -> RowHead {
+        RowHead {
+            dtype: format!("{:?}", case.dtype()),
+            shape: case.shape().to_vec(),
+            layout: case.layout_label(),
+            ..self.head(route, label.to_owned())
+        }
+    }
+
+    /// The profile in force: the environment's, else the declared one.
+    fn profile_in_force(&self) -> Result<Profile, HarnessError> {
+        match std::env::var(PROFILE_ENV) {
+            Ok(_) => Profile::from_env(),
+            Err(_) => Ok(self.profile),
+        }
+    }
+
+    fn run_route(&self, declared: &DeclaredRoute, replay: Option<&str>) -> Vec<CaseResult> {
+        let name = declared.name.as_str();
+        let setup = |label: String, message: String| {
+            vec![CaseResult::setup_failure(self.head(name, label), message)]
+        };
+        if !is_identifier(name) {
+            return setup(
+                String::new(),
+                format!(
+                    "route name `{name}` is not a Rust identifier (the macro names tests after it)"
+                ),
+            );
+        }
+        let route = match guarded(|| (declared.route)()) {
+            Ok(Ok(route)) => route,
+            Ok(Err(error)) => {
+                return setup(
+                    String::new(),
+                    format!("the route could not be built: {error}"),
+                );
+            }
+            Err(panic) => {
+                return setup(
+                    String::new(),
+                    format!("building the route panicked: {panic}"),
+                );
+            }
+        };
+        let label = route.label();
+        let provider = match guarded(|| (declared.provider)(&route)) {
+            Ok(Ok(provider)) => provider,
+            Ok(Err(error)) => {
+                return setup(label, format!("the provider could not be built: {error}"));
+            }
+            Err(panic) => return setup(label, format!("building the provider panicked: {panic}")),
+        };
+        let profile = match self.profile_in_force() {
+            Ok(profile) => profile,
+            Err(error) => return setup(label, error.to_string()),
+        };
+        let mut rig = match Watchdog::new(route.clone(), Arc::clone(&provider), self.deadline) {
+            Ok(rig) => rig,
+            Err(error) => return setup(label, format!("the rig could not be built: {error}")),
+        };
+        let outside = match self.capabilities.outside_cases() {
+            Ok(outside) => outside,
+            Err(error) => return setup(label, error.to_string()),
+        };
+        let honesty_unchecked = if outside.is_empty() {
+            format!(
+                "the declared capabilities cover every case the suite can draw (every preset dtype, views, and a maximum of at least {MAX_EXCEEDED_ELEMENTS} elements), so there is nothing to refuse"
+            )
+        } else {
+            "the case is inside the declared capabilities".to_owned()
+        };
+        if let Some(json) = replay {
+            let row = match json.parse::<Recipe>().and_then(|recipe| recipe.case()) {
+                Ok(case) => {
+                    let head = self.case_head(name, &label, &case);
+                    match (rig.run(&case), self.capabilities.outside(&case)) {
+                        (Ok(outcome), Some(why)) => {
+                            let outside = OutsideCase { case, why };
+                            self.row(head, Oracle.judge_outside(&outside, &route, &outcome), None)
+                        }
+                        (Ok(outcome), None) => self.row(
+                            head,
+                            Oracle.judge(&case, &route, &outcome),
+                            Some(&honesty_unchecked),
+                        ),
+                        (Err(error), _) => CaseResult::setup_failure(head, error.to_string()),
+                    }
+                }
+                Err(error) => CaseResult::setup_failure(
+                    self.head(name, label.clone()),
+                    format!("the replayed recipe is not valid: {error}"),
+                ),
+            };
+            return vec![row];
+        }
+        let mut rows = Vec::new();
+        let include_large =
+            profile != Profile::Quick && self.capabilities.max_elements >= LARGE_ELEMENTS;
+        for dtype in PRESET_DTYPES {
+            if !self.capabilities.dtypes.contains(&dtype) {
+                continue;
+            }
+            for shape in fixed_shapes(include_large) {
+                let case = match Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) {
+                    Ok(case) => case,
+                    Err(error) => {
+                        rows.push(CaseResult::setup_failure(
+                            self.head(name, label.clone()),
+                            error.to_string(),
+                        ));
+                        continue;
+                    }
+                };
+                if !self.capabilities.admits(&case) {
+                    continue;
+                }
+                let head = self.case_head(name, &label, &case);
+                rows.push(match rig.run(&case) {
+                    Ok(outcome) => self.row(
+                        head,
+                        Oracle.judge(&case, &route, &outcome),
+                        Some(&honesty_unchecked),
+                    ),
+                    Err(error) => CaseResult::setup_failure(head, error.to_string()),
+                });
+            }
+        }
+        rows.push(self.generated_row(name, &route, provider, profile, &honesty_unchecked));
+        for outside in &outside {
+            let head = RowHead {
+                layout: format!("{} [outside: {}]", outside.case.layout_label(), outside.why),
+                ..self.case_head(name, &label, &outside.case)
+            };
+            rows.push(match rig.run(&outside.case) {
+                Ok(outcome) => {
+                    self.row(head, Oracle.judge_outside(outside, &route, &outcome), None)
+                }
+                Err(error) => CaseResult::setup_failure(head, error.to_string()),
+            });
+        }
+        rows
+    }
+
+    /// One row for the whole generated run: its minimal failure, or a pass
+    /// that says how many cases it covered.
+    fn generated_row(
+        &self,
+        name: &str,
+        route: &Route,
+        provider: Arc<dyn TransferProvider>,
+        profile: Profile,
+        honesty_unchecked: &str,
+    ) -> CaseResult {
+        let base = self.head(name, route.label());
+        let options = match (GeneratedOptions {
+            seed: self.seed,
+            deadline: self.deadline,
+            ..GeneratedOptions::new(profile)
+        })
+        .with_env_seed()
+        {
+            Ok(options) => options,
+            Err(error) => return CaseResult::setup_failure(base, error.to_string()),
+        };
+        let generation = match generate(route, provider, &self.capabilities, &options) {
+            Ok(generation) => generation,
+            Err(error) => return CaseResult::setup_failure(base, error.to_string()),
+        };
+        let summary = format!(
+            "generated: {} cases, {profile} profile, seed {}",
+            generation.cases, generation.seed
+        );
+        match generation.failure {
+            None => self.row(
+                RowHead {
+                    layout: summary,
+                    ..base
+                },
+                Judgement {
+                    unchecked: generation.unchecked,
+                    ..Judgement::default()
+                },
+                Some(honesty_unchecked),
+            ),
+            Some((minimal, violations)) => {
+                let json = minimal.to_json();
+                let head = RowHead {
+                    dtype: minimal.dtype.clone(),
+                    shape: minimal.shape.clone(),
+                    layout: format!("{summary}; minimal case {json}"),
+                    ..base
+                };
+                let mut row = CaseResult::judged(head, Judgement::default());
+                row.verdict = crate::Verdict::Fail;
+                row.violations = violations
+                    .into_iter()
+                    .map(|violation| ViolationRow {
+                        message: format!(
+                            "{}\n  replay: {REPLAY_ENV}={} {SEED_ENV}={} cargo test {name}::",
+                            violation.message,
+                            shell_quote(&json),
+                            generation.seed
+                        ),
+                        ..violation
+                    })
+                    .collect();
+                row
+            }
+        }
+    }
+
+    /// A row from a judgement, with the rules outside the pinned level
+    /// reported as not checked, and `capability-honesty` marked unchecked
+    /// (for `honesty_unchecked`'s reason) on a case inside the capabilities.
+    fn row(
+        &self,
+        head: RowHead,
+        mut judgement: Judgement,
+        honesty_unchecked: Option<&str>,
+    ) -> CaseResult {
+        let level = self.level;
+        let (kept, dropped): (Vec<_>, Vec<_>) = judgement
+            .violations
+            .into_iter()
+            .partition(|violation| level.includes(violation.rule));
+        judgement.violations = kept;
+        for violation in dropped {
+            judgement.unchecked.push(Unchecked {
+                rule: violation.rule,
+                reason: format!("not part of the pinned level {level}"),
+            });
+        }
+        if let Some(reason) = honesty_unchecked
+            && !judgement
+                .unchecked
+                .iter()
+                .any(|item| item.rule == Rule::CapabilityHonesty)
+        {
+            judgement.unchecked.push(Unchecked {
+                rule: Rule::CapabilityHonesty,
+                reason: reason.to_owned(),
+            });
+        }
+        CaseResult::judged(head, judgement)
+    }
+
+    /// The verdict of `rule` on the route called `route` in `report` (a
+    /// report of this suite's [`run`](Self::run)): what one macro-generated
+    /// `#[test]` asserts.
+    pub fn check(&self, report: &Report, route: &str, rule: Rule) -> RuleVerdict {
+        if !self.routes.iter().any(|declared| declared.name == route) {
+            return RuleVerdict::Fail(format!(
+                "provider `{}` declares no route `{route}`; declared routes: {}",
+                self.name,
+                self.route_names().join(", ")
+            ));
+        }
+        if !self.level.includes(rule) {
+            return RuleVerdict::Skip(format!(
+                "rule {rule} is not part of the pinned level {}",
+                self.level
+            ));
+        }
+        check_rule(report, route, rule)
+    }
+
+    /// Assert `rule` on `route`: panics with the failing cases on a fail;
+    /// on a skip, writes the reason to stderr past the test harness's
+    /// capture (so `cargo test` shows it), and panics instead when
+    /// `TRANSFER_CONFORMANCE_NO_SKIP=1`. What the macro's tests call.
+    #[doc(hidden)]
+    pub fn assert_rule(&self, report: &Report, route: &str, rule: Rule) {
+        match self.check(report, route, rule) {
+            RuleVerdict::Pass { .. } => {}
+            RuleVerdict::Skip(reason) => {
+                let text = format!("{}::{} skipped: {reason}", route, rule.id());
+                if std::env::var(NO_SKIP_ENV).is_ok_and(|value| value == "1") {
+                    panic!("{text} ({NO_SKIP_ENV}=1 turns skips into failures)");
+                }
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "{text}");
+            }
+            RuleVerdict::Fail(text) => panic!("{text}"),
+        }
+    }
+}
+
+/// The verdict of `rule` on the rows of route `route`.
+fn check_rule(report: &Report, route: &str, rule: Rule) -> RuleVerdict {
+    let rows: Vec<&CaseResult> = report
+        .results
+        .iter()
+        .filter(|row| row.route.split(' ').next() == Some(route))
+        .collect();
+    let setup: Vec<&CaseResult> = rows
+        .iter()
+        .copied()
+        .filter(|row| {
+            row.violations
+                .iter()
+                .any(|violation| violation.rule == "setup")
+        })
+        .collect();
+    let mut failing: Vec<(&CaseResult, &ViolationRow)> = rows
+        .iter()
+        .flat_map(|row| {
+            row.violations
+                .iter()
+                .filter(|violation| violation.rule == rule.id())
+                .map(move |violation| (*row, violation))
+        })
+        .collect();
+    // The generated run's failure is minimal and replayable: list it first.
+    failing.sort_by_key(|(row, _)| !row.layout.starts_with("generated:"));
+    if !failing.is_empty() || !setup.is_empty() {
+        let mut text = format!(
+            "rule {rule} failed on route {route}: {} case(s) broke it{}\n  rule: {}\n",
+            failing.len(),
+            if setup.is_empty() {
+                String::new()
+            } else {
+                format!(", {} could not be set up", setup.len())
+            },
+            rule.statement()
+        );
+        for (row, violation) in failing.iter().take(LISTED_FAILURES) {
+            text.push_str(&format!(
+                "\ncase: {} {:?} {}\n  {}\n",
+                row.dtype,
+                row.shape,
+                row.layout,
+                violation.message.replace('\n', "\n  ")
+            ));
+            if !violation.message.contains("replay:") && row.dtype != "*" {
+                text.push_str(&format!(
+                    "  replay: cargo test {route}::{} (fixed cases are deterministic)\n",
+                    rule.id().replace('-', "_")
+                ));
+            }
+        }
+        if failing.len() > LISTED_FAILURES {
+            text.push_str(&format!(
+                "\n... and {} more case(s)\n",
+                failing.len() - LISTED_FAILURES
+            ));
+        }
+        for row in setup.iter().take(LISTED_FAILURES) {
+            for violation in &row.violations {
+                text.push_str(&format!(
+                    "\nsetup: {}\n",
+                    violation.message.replace('\n', "\n  ")
+                ));
+            }
+        }
+        return RuleVerdict::Fail(text);
+    }
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut checked = 0;
+    for row in &rows {
+        match row.unchecked.iter().find(|item| item.rule == rule) {
+            Some(item) => *reasons.entry(item.reason.as_str()).or_default() += 1,
+            None if row.skip_reason.is_none() => checked += 1,
+            None => *reasons.entry("the case was skipped").or_default() += 1,
+        }
+    }
+    if checked > 0 {
+        return RuleVerdict::Pass { cases: checked };
+    }
+    if rows.is_empty() {
+        return RuleVerdict::Fail(format!(
+            "route {route} has no rows in the report: it was not run"
+        ));
+    }
+    let reasons: Vec<String> = reasons
+        .into_iter()
+        .map(|(reason, count)| format!("{reason} ({count} case(s))"))
+        .collect();
+    RuleVerdict::Skip(format!(
+        "rule {rule} was not checked on any case of route {route}: {}",
+        reasons.join("; ")
+    ))
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase() || first == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Run `f`, turning a panic into its message.
+fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|payload: Box<dyn Any + Send>| panic_message(payload.as_ref()))
+}

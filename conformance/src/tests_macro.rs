@@ -1,0 +1,114 @@
+//! `conformance_tests!`: one `#[test]` per rule and route, expanded in the
+//! provider crate, so that `cargo test <rule>` and nextest filter and report
+//! rule by rule, and snapshots or regression files land in that crate.
+
+/// Expands into one `#[test]` per rule of the level and per declared route.
+///
+/// `suite` names a function (or path) returning the
+/// [`ProviderSuite`](crate::ProviderSuite); `routes` lists the names given
+/// to [`ProviderSuite::route`](crate::ProviderSuite::route). Each route
+/// becomes a module holding one test per rule of the level, e.g.
+/// `upload::values` and `upload::capability_honesty`. The suite runs once
+/// per test binary; every test reads its own rule's verdict from that run.
+///
+/// A failing test names the rule, each failing case and how to replay it.
+/// A rule that could not be checked on any case of the route prints
+/// `<route>::<rule> skipped: <reason>` to stderr (past the test harness's
+/// capture) and reports ok, because the libtest harness has no runtime
+/// skip; `TRANSFER_CONFORMANCE_NO_SKIP=1` turns skips into failures.
+///
+/// The level is spelled in the invocation (`level = V1`) so that the set of
+/// tests is fixed by the caller's source, not by the suite's version.
+///
+/// # Examples
+///
+/// In `tests/conformance.rs` of a provider crate:
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_transfer_conformance::prelude::*;
+///
+/// fn suite() -> ProviderSuite {
+///     ProviderSuite::new("sim-upload", Level::V1).route("upload", Route::host_to_sim, |route| {
+///         let Endpoint::Sim(device) = route.destination() else {
+///             return Err("upload serves a simulated destination".into());
+///         };
+///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+///     })
+/// }
+///
+/// tenferro_transfer_conformance::conformance_tests!(level = V1, suite = suite, routes = [upload]);
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    (level = V1, suite = $suite:path, routes = [$($route:ident),+ $(,)?] $(,)?) => {
+        /// The suite and its one run, shared by every generated test.
+        fn __transfer_conformance_run() -> &'static (
+            $crate::ProviderSuite,
+            $crate::Report,
+        ) {
+            static RUN: ::std::sync::OnceLock<($crate::ProviderSuite, $crate::Report)> =
+                ::std::sync::OnceLock::new();
+            RUN.get_or_init(|| {
+                let suite: $crate::ProviderSuite = $suite();
+                let report = suite.run();
+                (suite, report)
+            })
+        }
+
+        #[test]
+        fn transfer_conformance_level() {
+            let (suite, _) = __transfer_conformance_run();
+            assert_eq!(
+                suite.level(),
+                $crate::Level::V1,
+                "the suite is pinned to level {} but its tests were generated for level v1",
+                suite.level()
+            );
+        }
+
+        $(
+            #[allow(non_snake_case)]
+            mod $route {
+                $crate::__conformance_rule_tests!(
+                    super::__transfer_conformance_run,
+                    $route,
+                    dtype => Dtype,
+                    shape => Shape,
+                    buffer_length => BufferLength,
+                    placement => Placement,
+                    residency => Residency,
+                    completion => Completion,
+                    values => Values,
+                    no_error => NoError,
+                    no_panic => NoPanic,
+                    deadline => Deadline,
+                    no_leak => NoLeak,
+                    capability_honesty => CapabilityHonesty,
+                    runtime_agreement => RuntimeAgreement,
+                );
+            }
+        )+
+    };
+}
+
+/// One `#[test]` per `name => Rule` pair; an implementation detail of
+/// [`conformance_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_rule_tests {
+    ($run:path, $route:ident, $($test:ident => $rule:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                let (suite, report) = $run();
+                suite.assert_rule(
+                    report,
+                    stringify!($route),
+                    $crate::harness::Rule::$rule,
+                );
+            }
+        )+
+    };
+}

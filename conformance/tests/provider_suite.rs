@@ -1,0 +1,307 @@
+//! The downstream API: what a provider crate declares, what `run` reports,
+//! and what each rule's test would say.
+
+use std::sync::Arc;
+
+use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
+use tenferro_transfer_conformance::prelude::*;
+use tenferro_transfer_conformance::{Verdict, harness::HarnessError};
+
+fn sim_upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
+    let Endpoint::Sim(device) = route.destination() else {
+        return Err("upload serves a simulated destination".into());
+    };
+    Ok(Arc::new(SimUpload::new(device.clone())))
+}
+
+use tenferro_transfer_conformance::BoxError;
+
+fn broken_upload(
+    faults: Vec<Fault>,
+) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
+    move |route| Ok(Arc::new(Broken::new(sim_upload(route)?, faults.clone())) as _)
+}
+
+fn narrow() -> Capabilities {
+    Capabilities {
+        dtypes: vec![DType::F32, DType::I64],
+        views: false,
+        max_elements: 32,
+    }
+}
+
+fn verdicts(suite: &ProviderSuite, report: &Report, route: &str) -> Vec<(Rule, &'static str)> {
+    Level::V1
+        .rules()
+        .iter()
+        .map(|rule| (*rule, suite.check(report, route, *rule).verdict_name()))
+        .collect()
+}
+
+#[test]
+fn a_reference_provider_passes_every_checkable_rule_and_skips_the_rest() {
+    let suite = ProviderSuite::new("sim-upload", Level::V1)
+        .route("upload", Route::host_to_sim, sim_upload)
+        .seed(3);
+    let report = suite.run();
+    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    for (rule, verdict) in verdicts(&suite, &report, "upload") {
+        let expected = if rule == Rule::CapabilityHonesty {
+            "skip"
+        } else {
+            "pass"
+        };
+        assert_eq!(
+            verdict,
+            expected,
+            "{rule}: {:?}",
+            suite.check(&report, "upload", rule)
+        );
+    }
+    let RuleVerdict::Skip(reason) = suite.check(&report, "upload", Rule::CapabilityHonesty) else {
+        unreachable!()
+    };
+    assert!(reason.contains("cover every case"), "{reason}");
+}
+
+#[test]
+fn declared_capabilities_bound_the_fixed_and_generated_cases() {
+    let suite = ProviderSuite::new("gated", Level::V1)
+        .route("upload", Route::host_to_sim, |route| {
+            Ok(Arc::new(CapabilityGate::new(sim_upload(route)?, narrow())) as _)
+        })
+        .capabilities(narrow())
+        .seed(5);
+    let report = suite.run();
+    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    let outside: Vec<_> = report
+        .results
+        .iter()
+        .filter(|row| row.layout.contains("[outside: "))
+        .collect();
+    // Five undeclared dtypes, one view, one oversized case.
+    assert_eq!(outside.len(), 7, "{}", report.to_table());
+    for row in &report.results {
+        if row.layout.contains("[outside: ") || row.dtype == "*" {
+            continue;
+        }
+        assert!(
+            ["F32", "I64"].contains(&row.dtype.as_str()),
+            "{}",
+            row.dtype
+        );
+        assert!(row.layout == "owned", "{}", row.layout);
+        assert!(row.shape.iter().product::<usize>() <= 32, "{:?}", row.shape);
+    }
+    assert!(
+        suite
+            .check(&report, "upload", Rule::CapabilityHonesty)
+            .is_pass()
+    );
+}
+
+#[test]
+fn a_provider_that_serves_more_than_it_declares_breaks_capability_honesty_only() {
+    let suite = ProviderSuite::new("sim-upload", Level::V1)
+        .route("upload", Route::host_to_sim, sim_upload)
+        .capabilities(narrow())
+        .seed(5);
+    let report = suite.run();
+    let failing: Vec<Rule> = verdicts(&suite, &report, "upload")
+        .into_iter()
+        .filter(|(_, verdict)| *verdict == "fail")
+        .map(|(rule, _)| rule)
+        .collect();
+    assert_eq!(failing, vec![Rule::CapabilityHonesty]);
+    let RuleVerdict::Fail(text) = suite.check(&report, "upload", Rule::CapabilityHonesty) else {
+        unreachable!()
+    };
+    assert!(text.contains("7 case(s) broke it"), "{text}");
+    assert!(text.contains("dtype F64 is not declared"), "{text}");
+    assert!(text.contains("declare the capability, or refuse"), "{text}");
+}
+
+#[test]
+fn wrong_data_outside_the_capabilities_is_named_in_the_honesty_violation() {
+    let suite = ProviderSuite::new("one-ulp", Level::V1)
+        .route(
+            "upload",
+            Route::host_to_sim,
+            broken_upload(vec![Fault::OneUlp]),
+        )
+        .capabilities(Capabilities {
+            dtypes: vec![DType::F32],
+            views: true,
+            max_elements: 1 << 20,
+        })
+        .seed(2);
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "upload", Rule::CapabilityHonesty) else {
+        panic!("{}", report.to_table())
+    };
+    assert!(text.contains("returned Ok with wrong data"), "{text}");
+    assert!(text.contains("values:"), "{text}");
+    assert_eq!(
+        suite.check(&report, "upload", Rule::Values).verdict_name(),
+        "fail"
+    );
+}
+
+#[rstest::rstest]
+#[case::early_return(Fault::EarlyReturn, Rule::Completion)]
+#[case::negative_zero(Fault::NegativeZeroLost, Rule::Values)]
+#[case::leaky(Fault::Leaky, Rule::NoLeak)]
+#[case::panic(Fault::Panic, Rule::NoPanic)]
+#[case::wrong_dtype(Fault::WrongDtype, Rule::Dtype)]
+fn each_rule_test_fails_for_the_fault_it_exists_to_catch(#[case] fault: Fault, #[case] rule: Rule) {
+    let suite = ProviderSuite::new("broken", Level::V1)
+        .route("upload", Route::host_to_sim, broken_upload(vec![fault]))
+        .seed(11);
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "upload", rule) else {
+        panic!("{rule} did not fail for {fault:?}:\n{}", report.to_table())
+    };
+    assert!(
+        text.starts_with(&format!("rule {rule} failed on route upload")),
+        "{text}"
+    );
+    assert!(text.contains("case: "), "{text}");
+    assert!(text.contains("replay: "), "{text}");
+}
+
+#[test]
+fn a_generated_failure_comes_first_with_its_replay_command_and_replays_exactly() {
+    let suite = ProviderSuite::new("broken", Level::V1)
+        .route(
+            "upload",
+            Route::host_to_sim,
+            broken_upload(vec![Fault::OneUlp]),
+        )
+        .seed(1);
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "upload", Rule::Values) else {
+        panic!("{}", report.to_table())
+    };
+    let first_case = text
+        .lines()
+        .find(|line| line.starts_with("case: "))
+        .unwrap();
+    assert!(first_case.contains("generated: "), "{text}");
+    let replay = text
+        .lines()
+        .find(|line| line.contains("TRANSFER_CONFORMANCE_REPLAY='"))
+        .unwrap();
+    let json = replay.split('\'').nth(1).unwrap();
+    let replayed = suite.replay(json);
+    assert_eq!(replayed.results.len(), 1, "{}", replayed.to_table());
+    assert_eq!(replayed.results[0].verdict, Verdict::Fail);
+    assert_eq!(replayed.results[0].violations[0].rule, "values");
+}
+
+#[test]
+fn setup_failures_fail_every_rule_of_their_route_and_never_panic() {
+    let suite = ProviderSuite::new("unbuildable", Level::V1)
+        .route(
+            "no_route",
+            || {
+                Err(HarnessError::InvalidRoute {
+                    reason: "no such device".into(),
+                })
+            },
+            sim_upload,
+        )
+        .route("no_provider", Route::host_to_sim, |_| {
+            Err("the driver is missing".into())
+        })
+        .route("panicking", Route::host_to_sim, |_| {
+            panic!("the factory panicked")
+        })
+        .route("Bad-Name", Route::host_to_sim, sim_upload);
+    let report = suite.run();
+    assert_eq!(report.summary.failed, 4, "{}", report.to_table());
+    for (route, needle) in [
+        ("no_route", "no such device"),
+        ("no_provider", "the driver is missing"),
+        ("panicking", "the factory panicked"),
+        ("Bad-Name", "not a Rust identifier"),
+    ] {
+        for rule in Level::V1.rules() {
+            let RuleVerdict::Fail(text) = suite.check(&report, route, *rule) else {
+                panic!("{route}/{rule} did not fail:\n{}", report.to_table())
+            };
+            assert!(text.contains(needle), "{text}");
+        }
+    }
+}
+
+#[test]
+fn a_suite_without_routes_or_an_unknown_route_fails_instead_of_passing() {
+    let empty = ProviderSuite::new("empty", Level::V1);
+    let report = empty.run();
+    assert_eq!(report.summary.failed, 1);
+    let suite = ProviderSuite::new("sim-upload", Level::V1)
+        .route("upload", Route::host_to_sim, sim_upload)
+        .seed(1);
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "download", Rule::Values) else {
+        unreachable!()
+    };
+    assert!(text.contains("declared routes: upload"), "{text}");
+}
+
+#[test]
+fn completion_is_a_skip_on_a_host_destination_never_a_pass() {
+    let suite = ProviderSuite::new("sim-download", Level::V1)
+        .route("download", Route::sim_to_host, |route| {
+            let Endpoint::Sim(device) = route.source() else {
+                return Err("download serves a simulated source".into());
+            };
+            Ok(Arc::new(SimDownload::new(device.clone())) as _)
+        })
+        .seed(1);
+    let report = suite.run();
+    let RuleVerdict::Skip(reason) = suite.check(&report, "download", Rule::Completion) else {
+        panic!("{}", report.to_table())
+    };
+    assert!(reason.contains("plain host memory"), "{reason}");
+    assert!(suite.check(&report, "download", Rule::Values).is_pass());
+}
+
+#[test]
+fn level_v1_is_frozen() {
+    let ids: Vec<&str> = Level::V1.rules().iter().map(|rule| rule.id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "dtype",
+            "shape",
+            "buffer-length",
+            "placement",
+            "residency",
+            "completion",
+            "values",
+            "no-error",
+            "no-panic",
+            "deadline",
+            "no-leak",
+            "capability-honesty",
+            "runtime-agreement"
+        ],
+        "Level::V1 changed: a new rule belongs in a new level"
+    );
+    assert!("v2".parse::<Level>().is_err());
+}
+
+// The macro, expanded here exactly as in a provider crate: 13 rule tests
+// for route `upload` and the level test must compile and pass.
+fn macro_suite() -> ProviderSuite {
+    ProviderSuite::new("sim-upload", Level::V1)
+        .route("upload", Route::host_to_sim, sim_upload)
+        .seed(9)
+}
+
+tenferro_transfer_conformance::conformance_tests!(
+    level = V1,
+    suite = macro_suite,
+    routes = [upload]
+);

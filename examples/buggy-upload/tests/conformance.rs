@@ -1,0 +1,47 @@
+//! The conformance suite against `MemcpyUpload`. The macro's rule tests run
+//! only with `--features demonstrate-failure`, because `values` fails on
+//! purpose; the test below pins what that failure says.
+
+use std::sync::Arc;
+
+use example_buggy_upload::MemcpyUpload;
+use tenferro_transfer_conformance::prelude::*;
+
+fn suite() -> ProviderSuite {
+    ProviderSuite::new("memcpy-upload", Level::V1)
+        .route("upload", Route::host_to_sim, |route| {
+            let Endpoint::Sim(device) = route.destination() else {
+                return Err("memcpy-upload serves a simulated destination".into());
+            };
+            Ok(Arc::new(MemcpyUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+        })
+        .profile(Profile::Quick)
+        .seed(1)
+}
+
+#[cfg(feature = "demonstrate-failure")]
+tenferro_transfer_conformance::conformance_tests!(level = V1, suite = suite, routes = [upload]);
+
+/// Exactly what `cargo test --features demonstrate-failure upload::values`
+/// prints when it fails, and that the bug breaks no other rule.
+#[test]
+fn the_bug_fails_values_and_only_values() {
+    let suite = suite();
+    let report = suite.run();
+    let mut failing = Vec::new();
+    for rule in Level::V1.rules() {
+        if let RuleVerdict::Fail(text) = suite.check(&report, "upload", *rule) {
+            failing.push(rule.id());
+            if *rule == Rule::Values {
+                insta::with_settings!({
+                    snapshot_path => "../../../snapshots",
+                    prepend_module_to_snapshot => false,
+                    filters => vec![(r"seed \d+", "seed [seed]")],
+                }, {
+                    insta::assert_snapshot!("example-buggy-upload-values", text);
+                });
+            }
+        }
+    }
+    assert_eq!(failing, vec!["values"]);
+}

@@ -1,0 +1,25 @@
+//! The conformance suite, run the way a provider crate runs it: one
+//! `#[test]` per rule and route (`cargo test -- --list` shows them).
+
+use std::sync::Arc;
+
+use example_stream_upload::{MAX_ELEMENTS, SERVED_DTYPES, StreamUpload};
+use tenferro_transfer_conformance::prelude::*;
+
+fn suite() -> ProviderSuite {
+    ProviderSuite::new("stream-upload", Level::V1)
+        .route("upload", Route::host_to_sim, |route| {
+            let Endpoint::Sim(device) = route.destination() else {
+                return Err("stream-upload serves a simulated destination".into());
+            };
+            Ok(Arc::new(StreamUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+        })
+        .capabilities(Capabilities {
+            dtypes: SERVED_DTYPES.to_vec(),
+            views: true,
+            max_elements: MAX_ELEMENTS,
+        })
+        .profile(Profile::Quick)
+}
+
+tenferro_transfer_conformance::conformance_tests!(level = V1, suite = suite, routes = [upload]);
