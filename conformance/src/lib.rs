@@ -24,7 +24,10 @@ pub mod selftest;
 mod shapes;
 mod suite;
 
-pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
+pub use builtin::{
+    BUILTIN_PROVIDERS, BuiltinProvider, CUDA_PROVIDERS, NativeBroken, all_builtin_providers,
+    builtin_provider,
+};
 pub use report::{CaseResult, Report, RowHead, Summary, Verdict, ViolationRow};
 pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
 pub use suite::{SuiteOptions, run_fixed_suite};

@@ -10,7 +10,8 @@ use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
 use tenferro_transfer_conformance::harness::{Rule, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::{
-    BUILTIN_PROVIDERS, BuiltinProvider, SuiteOptions, builtin_provider, run_fixed_suite, selftest,
+    BuiltinProvider, SuiteOptions, all_builtin_providers, builtin_provider, run_fixed_suite,
+    selftest,
 };
 
 /// Conformance suite for tenferro TransferProvider implementations.
@@ -26,7 +27,8 @@ struct Cli {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
     format: Format,
-    /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host.
+    /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host,
+    /// cuda-upload, cuda-download.
     #[arg(long = "provider", value_name = "NAME", global = true)]
     providers: Vec<String>,
     /// Inject a fault into every provider of the suite run (repeatable), to
@@ -147,6 +149,9 @@ fn main() -> ExitCode {
             for provider in &providers {
                 match run_generated(provider, &options) {
                     Ok(report) => reports.push(report),
+                    Err(error) if error.is_skip() => {
+                        eprintln!("skip: {}: {error}", provider.name);
+                    }
                     Err(error) => {
                         eprintln!("error: {}: {error}", provider.name);
                         return ExitCode::from(2);
@@ -186,6 +191,9 @@ fn main() -> ExitCode {
                             out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
                         }
                     }
+                    Err(error) if error.is_skip() => {
+                        out.push_str(&format!("{}: skip: {error}\n", provider.name));
+                    }
                     Err(error) => {
                         failed = true;
                         out.push_str(&format!("{}: cannot replay: {error}\n", provider.name));
@@ -216,13 +224,13 @@ fn finish(text: Result<String, serde_json::Error>, failed: bool) -> ExitCode {
 
 fn select(names: &[String]) -> Result<Vec<BuiltinProvider>, String> {
     if names.is_empty() {
-        return Ok(BUILTIN_PROVIDERS.to_vec());
+        return Ok(all_builtin_providers());
     }
     names
         .iter()
         .map(|name| {
             builtin_provider(name).copied().ok_or_else(|| {
-                let known: Vec<&str> = BUILTIN_PROVIDERS
+                let known: Vec<&str> = all_builtin_providers()
                     .iter()
                     .map(|provider| provider.name)
                     .collect();

@@ -405,6 +405,16 @@ pub struct ProviderRow {
     pub examples: Vec<String>,
 }
 
+/// A provider whose route cannot run here (no CUDA device, driver or
+/// feature): nothing of it ran, and it counts as skipped, never as a pass.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedProvider {
+    /// The built-in provider.
+    pub name: String,
+    /// Why its route cannot run.
+    pub reason: String,
+}
+
 /// The self-test's result.
 #[derive(Clone, Debug, Serialize)]
 pub struct SelfTestReport {
@@ -412,14 +422,19 @@ pub struct SelfTestReport {
     pub providers: Vec<ProviderRow>,
     /// Cases on which the oracle and the runtime disagreed.
     pub disagreements: usize,
+    /// Providers whose routes could not run here, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedProvider>,
 }
 
 impl SelfTestReport {
     /// Whether every broken provider was caught by exactly its rules on
     /// every applicable case, every reference provider was clean, and the
-    /// oracle never disagreed with the runtime.
+    /// oracle never disagreed with the runtime. A self-test where nothing
+    /// ran (every route skipped) has not passed.
     pub fn passed(&self) -> bool {
         self.disagreements == 0
+            && !self.providers.is_empty()
             && self
                 .providers
                 .iter()
@@ -482,6 +497,13 @@ impl SelfTestReport {
                 .collect::<Vec<_>>()
                 .join(" "),
         );
+        for skipped in &self.skipped {
+            let _ = write!(
+                out,
+                "\nskipped (not run, never a pass): {}: {}",
+                skipped.name, skipped.reason
+            );
+        }
         let _ = writeln!(
             out,
             "\ndisagreements with the runtime: {}",
@@ -645,6 +667,9 @@ fn exercise(
                         *disagreements += 1;
                     }
                 }
+                // A case outside the route's known limits (a view of CUDA
+                // memory) is not run, so it is neither caught nor missed.
+                Err(error) if error.is_skip() => {}
                 Err(error) => {
                     tally.cases += 1;
                     tally.missed += 1;
@@ -672,13 +697,47 @@ fn exercise(
 pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     let mut disagreements = 0;
     let mut rows = Vec::new();
-    let routes: Vec<(BuiltinProvider, Route)> = providers
+    let mut skipped = Vec::new();
+    let mut routes: Vec<(BuiltinProvider, Route)> = Vec::new();
+    for provider in providers {
+        match provider.route() {
+            Ok(route) => routes.push((*provider, route)),
+            Err(error) if error.is_skip() => skipped.push(SkippedProvider {
+                name: provider.name.to_owned(),
+                reason: error.to_string(),
+            }),
+            // A route that cannot be built (CUDA required but absent, a
+            // device that fails to open) is a failing row with no cases.
+            Err(error) => rows.push(
+                Tally {
+                    examples: vec![format!("route could not be built: {error}")],
+                    ..Tally::default()
+                }
+                .row(format!("reference:{}", provider.name), Vec::new()),
+            ),
+        }
+    }
+    // The generic faults rewrite simulated or host memory; a CUDA route
+    // meets its own broken providers (`native_broken`) instead.
+    let generic: Vec<&(BuiltinProvider, Route)> = routes
         .iter()
-        .filter_map(|provider| provider.route().ok().map(|route| (*provider, route)))
+        .filter(|(_, route)| !route.source().is_cuda() && !route.destination().is_cuda())
         .collect();
-    for spec in catalogue() {
+    // Without a route to break, a catalogue row would only say "never
+    // applied"; the skip list says why instead.
+    let catalogue = if generic.is_empty() {
+        Vec::new()
+    } else {
+        catalogue()
+    };
+    let device_faults = if generic.is_empty() {
+        Vec::new()
+    } else {
+        device_faults()
+    };
+    for spec in catalogue {
         let mut tally = Tally::default();
-        for (provider, route) in &routes {
+        for (provider, route) in generic.iter().copied() {
             let Ok(inner) = provider.provider(route) else {
                 continue;
             };
@@ -694,9 +753,9 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
         }
         rows.push(tally.row(spec.name(), spec.expected.clone()));
     }
-    for spec in device_faults() {
+    for spec in device_faults {
         let mut tally = Tally::default();
-        for (provider, route) in &routes {
+        for (provider, route) in generic.iter().copied() {
             let Ok(inner) = provider.provider(route) else {
                 continue;
             };
@@ -710,6 +769,26 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
             exercise(route, inner, &plan, &mut tally, &mut disagreements);
         }
         rows.push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
+    }
+    for (provider, route) in &routes {
+        for native in provider.native_broken(route) {
+            let mut tally = Tally::default();
+            let plan = Exercise {
+                expected: &native.expected,
+                applies: &always,
+                deadline: SELFTEST_DEADLINE,
+                plan: None,
+                expects_error: false,
+            };
+            exercise(
+                route,
+                native.provider,
+                &plan,
+                &mut tally,
+                &mut disagreements,
+            );
+            rows.push(tally.row(native.name.to_owned(), native.expected.clone()));
+        }
     }
     for (provider, route) in &routes {
         let mut tally = Tally::default();
@@ -731,5 +810,6 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     SelfTestReport {
         providers: rows,
         disagreements,
+        skipped,
     }
 }

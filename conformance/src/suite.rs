@@ -127,6 +127,9 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
                                         head,
                                         Oracle.judge(&case, route, &outcome),
                                     ),
+                                    Err(HarnessError::Unavailable { reason }) => {
+                                        CaseResult::skipped(head, reason)
+                                    }
                                     Err(error) => {
                                         CaseResult::setup_failure(head, error.to_string())
                                     }
@@ -134,6 +137,9 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
                             }
                             Err(error) => CaseResult::setup_failure(head, error.to_string()),
                         }
+                    }
+                    (_, Err(HarnessError::Unavailable { reason })) => {
+                        CaseResult::skipped(head, reason.clone())
                     }
                     (Err(error), _) => CaseResult::setup_failure(head, error.clone()),
                     (_, Err(error)) => CaseResult::setup_failure(head, error.to_string()),

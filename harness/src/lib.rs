@@ -24,7 +24,10 @@
 
 mod case;
 mod completion;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
+mod gate;
 mod host;
 mod oracle;
 mod outcome;
@@ -39,6 +42,10 @@ mod watchdog;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
 pub use error::HarnessError;
+pub use gate::{
+    REQUIRE_CUDA_ENV, announce_skip, cuda_gate, cuda_required, cuda_unavailable_reason,
+    route_or_skip,
+};
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
 pub use oracle::{Judgement, Oracle, Unchecked, Violation};
 pub use outcome::{

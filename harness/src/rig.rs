@@ -111,8 +111,8 @@ impl Rig {
         };
         let event_domains = (domain(route.source())?, domain(route.destination())?);
         Ok(Self {
-            source: route.source().engine(),
-            destination: route.destination().engine(),
+            source: route.source().engine()?,
+            destination: route.destination().engine()?,
             route,
             runtime,
             spy,
@@ -168,7 +168,7 @@ impl Rig {
         let endpoints = [self.route.source(), self.route.destination()];
         if endpoints.iter().all(|endpoint| endpoint.ledger().is_none()) {
             return LeakCheck::Unchecked(
-                "neither endpoint keeps an allocation ledger (plain host memory)".to_owned(),
+                "neither endpoint keeps an allocation ledger (plain host memory, CUDA)".to_owned(),
             );
         }
         let me = std::thread::current().id();
