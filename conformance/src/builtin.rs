@@ -14,6 +14,9 @@ pub struct BuiltinProvider {
     pub name: &'static str,
     /// What it does, in a few words.
     pub summary: &'static str,
+    /// Its route's label, known even where the route cannot be built (a
+    /// skipped CUDA route still names its row).
+    pub route_label: &'static str,
     route: fn() -> Result<Route, HarnessError>,
 }
 
@@ -102,21 +105,25 @@ pub const BUILTIN_PROVIDERS: [BuiltinProvider; 4] = [
     BuiltinProvider {
         name: "sim-upload",
         summary: "host (tenferro-cpu) to a simulated device",
+        route_label: "host->sim0",
         route: Route::host_to_sim,
     },
     BuiltinProvider {
         name: "sim-download",
         summary: "a simulated device to host (tenferro-cpu)",
+        route_label: "sim0->host",
         route: Route::sim_to_host,
     },
     BuiltinProvider {
         name: "sim-peer",
         summary: "one simulated device to another",
+        route_label: "sim0->sim1",
         route: Route::sim_to_sim,
     },
     BuiltinProvider {
         name: "host",
         summary: "a host engine with its own allocation domain to plain host (tenferro-cpu)",
+        route_label: "host-src->host",
         route: Route::host_to_host,
     },
 ];
@@ -129,11 +136,13 @@ pub const CUDA_PROVIDERS: [BuiltinProvider; 2] = [
     BuiltinProvider {
         name: "cuda-upload",
         summary: "host (tenferro-cpu) to CUDA device 0 (tenferro-gpu upload, then synchronize)",
+        route_label: "host->cuda0",
         route: Route::host_to_cuda,
     },
     BuiltinProvider {
         name: "cuda-download",
         summary: "CUDA device 0 to host (tenferro-gpu download)",
+        route_label: "cuda0->host",
         route: Route::cuda_to_host,
     },
 ];

@@ -95,7 +95,9 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
             format!("{}[{injected}]", provider.name)
         };
         let route = provider.route();
-        let route_label = route.as_ref().map_or_else(|_| "?".to_owned(), Route::label);
+        let route_label = route
+            .as_ref()
+            .map_or_else(|_| provider.route_label.to_owned(), Route::label);
         let mut rig = route
             .as_ref()
             .map_err(ToString::to_string)

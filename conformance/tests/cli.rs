@@ -26,8 +26,18 @@ fn the_main_job_reports_every_route_and_dtype_passing() {
     );
     let report = json(&output);
     assert_eq!(report["summary"]["failed"], 0);
-    assert_eq!(report["summary"]["skipped"], 0);
     let results = report["results"].as_array().unwrap();
+    // Only CUDA rows may be skipped (no GPU, or views of CUDA memory), and
+    // each says why.
+    let skipped: Vec<&Value> = results
+        .iter()
+        .filter(|row| row["verdict"] == "skip")
+        .collect();
+    assert_eq!(report["summary"]["skipped"], skipped.len());
+    assert!(skipped.iter().all(|row| {
+        row["provider"].as_str().unwrap().starts_with("cuda-")
+            && !row["skip_reason"].as_str().unwrap().is_empty()
+    }));
     for route in ["host->sim0", "sim0->host", "sim0->sim1", "host-src->host"] {
         for dtype in ["F32", "F64", "I32", "I64", "Bool", "C32", "C64"] {
             let rows: Vec<&Value> = results
@@ -161,4 +171,39 @@ fn self_test_json_has_the_documented_shape_and_passes() {
     }
     // Injected panics are caught and reported, not printed.
     assert!(!String::from_utf8_lossy(&output.stderr).contains("injected panic"));
+}
+
+#[test]
+fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
+    let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
+        return; // a usable GPU: tests/cuda.rs runs the real thing
+    };
+    let args = ["--provider", "cuda-upload", "--provider", "cuda-download"];
+    let skipping = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .args(args)
+        .env_remove("TRANSFER_CONFORMANCE_REQUIRE_CUDA")
+        .output()
+        .unwrap();
+    assert_eq!(skipping.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&skipping.stdout);
+    assert!(
+        table.contains("host->cuda0") || table.contains("cuda-upload"),
+        "{table}"
+    );
+    assert!(table.contains("skip"), "{table}");
+    assert!(table.contains(&format!("skipped: {reason}")), "{table}");
+    assert!(table.contains("0 passed, 0 failed"), "{table}");
+
+    let required = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .args(args)
+        .env("TRANSFER_CONFORMANCE_REQUIRE_CUDA", "1")
+        .output()
+        .unwrap();
+    assert_eq!(required.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&required.stdout);
+    assert!(
+        table.contains("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1, but"),
+        "{table}"
+    );
+    assert!(table.contains("0 skipped"), "{table}");
 }

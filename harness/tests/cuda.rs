@@ -20,21 +20,12 @@ fn device(endpoint: &Endpoint) -> tenferro_transfer_harness::cuda::CudaEndpoint 
     }
 }
 
+/// A 3 x 3 view of a 7 x 6 backing: an offset, a step of 2 and a negative step.
 fn strided() -> Layout {
+    let axis = |(first, step, len)| ViewAxis { first, step, len };
     Layout::View(ViewSpec {
         backing_shape: vec![7, 6],
-        axes: vec![
-            ViewAxis {
-                first: 1,
-                step: 2,
-                len: 3,
-            },
-            ViewAxis {
-                first: 5,
-                step: -2,
-                len: 3,
-            },
-        ],
+        axes: [(1, 2, 3), (5, -2, 3)].into_iter().map(axis).collect(),
         permutation: vec![],
     })
 }

@@ -11,7 +11,7 @@ use tenferro_gpu::cuda::{
 use tenferro_mock_devices::{EngineRole, with_element};
 use tenferro_runtime::{
     CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
-    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, StorageClass,
+    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, RuntimeConfigError, StorageClass,
     assemble_executable_engine_registration,
 };
 use tenferro_tensor::{
@@ -60,6 +60,33 @@ impl fmt::Debug for CudaEndpoint {
             .field("ordinal", &self.ordinal)
             .finish_non_exhaustive()
     }
+}
+
+/// `stock`'s identity (engine id, provider device, hardware and storage
+/// classes) with other `capabilities`, and an ingress declared by the
+/// placement and storage rules: how the harness confines an engine to some
+/// operations (none, for a source).
+pub(crate) fn reregister(
+    stock: &EngineRegistration,
+    capabilities: CoreCapabilityBundle,
+    context: ExecutionContextIdentity,
+    placement: PlacementRule,
+    storage: StorageRule,
+) -> Result<EngineRegistration, RuntimeConfigError> {
+    let class = stock.default_storage_class().clone();
+    let metadata = EngineRegistrationMetadata::new(
+        stock.engine_id().clone(),
+        stock.provider_device_identity().clone(),
+        stock.hardware_class().clone(),
+        Arc::from(stock.storage_classes().to_vec()),
+        class.clone(),
+        capabilities,
+    );
+    assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
+        metadata,
+        context,
+        crate::route::declared_ingress(class, placement, storage),
+    ))
 }
 
 fn open_slot(ordinal: u32) -> Result<Slot, CudaError> {
@@ -199,25 +226,18 @@ impl CudaEndpoint {
         if role != EngineRole::Source {
             return Ok(stock);
         }
-        let storage = stock.default_storage_class().clone();
-        let metadata = EngineRegistrationMetadata::new(
-            stock.engine_id().clone(),
-            stock.provider_device_identity().clone(),
-            stock.hardware_class().clone(),
-            Arc::from(stock.storage_classes().to_vec()),
-            storage.clone(),
-            CoreCapabilityBundle::default(),
-        );
         let rule = StorageRule::Domain {
             family: CUDA_FAMILY,
             domain: engine.runtime().allocation_domain_id(),
         };
         drop(slot);
-        assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
-            metadata,
+        reregister(
+            &stock,
+            CoreCapabilityBundle::default(),
             ExecutionContextIdentity::of::<CudaEngine>(),
-            crate::route::declared_ingress(storage, self.placement_rule(), rule),
-        ))
+            self.placement_rule(),
+            rule,
+        )
         .map_err(config)
     }
 

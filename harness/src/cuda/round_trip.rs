@@ -8,15 +8,15 @@ use tenferro_cpu::CpuEngine;
 use tenferro_gpu::cuda::CudaEngine;
 use tenferro_mock_devices::{EngineRole, read_compact};
 use tenferro_runtime::{
-    CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
-    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, ExecutionEngine, GraphCompiler,
-    Runtime, TracedTensor, TransferProvider, assemble_executable_engine_registration,
+    CoreCapabilityBundle, EngineId, EngineRegistration, ExecutionContextIdentity, ExecutionEngine,
+    GraphCompiler, Runtime, TracedTensor, TransferProvider,
 };
 use tenferro_tensor::{DType, Tensor, TensorRead};
 
+use super::endpoint::reregister;
 use super::{CudaDownload, CudaEndpoint, CudaUpload};
-use crate::{Endpoint, HarnessError, PlacementRule, SpyRecord, StorageRule};
-use crate::{Spy, route::declared_ingress, spy::source_chain};
+use crate::spy::source_chain;
+use crate::{Endpoint, HarnessError, PlacementRule, Spy, SpyRecord, StorageRule};
 
 /// Which capabilities of a stock registration an engine keeps.
 #[derive(Clone, Copy)]
@@ -45,21 +45,8 @@ fn restricted(
             }
         }
     }
-    let class = stock.default_storage_class().clone();
-    let metadata = EngineRegistrationMetadata::new(
-        stock.engine_id().clone(),
-        stock.provider_device_identity().clone(),
-        stock.hardware_class().clone(),
-        Arc::from(stock.storage_classes().to_vec()),
-        class.clone(),
-        capabilities.build(),
-    );
-    assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
-        metadata,
-        context,
-        declared_ingress(class, placement, storage),
-    ))
-    .map_err(|source| HarnessError::config("round-trip registration", source))
+    reregister(stock, capabilities.build(), context, placement, storage)
+        .map_err(|source| HarnessError::config("round-trip registration", source))
 }
 
 /// What one round trip did.
