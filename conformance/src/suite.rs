@@ -114,7 +114,7 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
                     route: route_label.clone(),
                     dtype: format!("{dtype:?}"),
                     shape: shape.shape.clone(),
-                    layout: String::new(),
+                    layout: shape.layout.label(),
                 };
                 let row = match (&mut rig, &route) {
                     (Ok(rig), Ok(route)) => {

@@ -102,11 +102,13 @@ fn unknown_flags_providers_and_faults_are_rejected_clearly() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--no-such-flag"));
 
-    let output = cli(&["--provider", "cuda-upload"]);
+    let output = cli(&["--provider", "rocm-upload"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("unknown provider `cuda-upload`") && stderr.contains("sim-upload"),
+        stderr.contains("unknown provider `rocm-upload`")
+            && stderr.contains("sim-upload")
+            && stderr.contains("cuda-upload"),
         "{stderr}"
     );
 
