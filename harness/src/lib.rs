@@ -22,6 +22,8 @@
 //! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 //! ```
 
+#[cfg(feature = "arbitrary")]
+mod arbitrary_impls;
 mod case;
 mod completion;
 mod error;
@@ -36,6 +38,8 @@ mod stage;
 pub mod strategy;
 mod watchdog;
 
+#[cfg(feature = "arbitrary")]
+pub use arbitrary_impls::FUZZ_PROFILE;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
 pub use error::HarnessError;
