@@ -16,7 +16,7 @@ use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::{
     Case, Endpoint, Filler, Judgement, Layout, Oracle, PlacementRule, Route, Rule, StorageRule,
-    Watchdog,
+    Violation, Watchdog,
 };
 
 use crate::{BuiltinProvider, fixed_shapes};
@@ -68,6 +68,11 @@ impl BrokenSpec {
     /// Whether the fault changes anything observable for `case` on `route`.
     pub fn applies(&self, case: &Case, route: &Route) -> bool {
         (self.applies)(case, route)
+    }
+
+    /// How `judgement` of an applicable case measures against this spec.
+    pub fn check(&self, judgement: &Judgement) -> CaseCheck {
+        CaseCheck::of(&self.expected, false, judgement)
     }
 }
 
@@ -320,6 +325,11 @@ impl DeviceFaultSpec {
     pub fn applies(&self, case: &Case, route: &Route) -> bool {
         (self.applies)(case, route)
     }
+
+    /// How `judgement` of an applicable case measures against this spec.
+    pub fn check(&self, judgement: &Judgement) -> CaseCheck {
+        CaseCheck::of(&self.expected, self.expects_error, judgement)
+    }
 }
 
 /// The device fault plans of the self-test: one per way a simulated device
@@ -381,6 +391,62 @@ pub fn device_faults() -> Vec<DeviceFaultSpec> {
             )
         },
     ]
+}
+
+/// One cell of the kill matrix: how a judged case measures against what a
+/// provider must show. The self-test tallies these; the fuzz target
+/// `transfer_contract` asserts them case by case.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::harness::{Judgement, Rule, Violation};
+/// use tenferro_transfer_conformance::selftest::CaseCheck;
+///
+/// let judgement = Judgement {
+///     violations: vec![Violation { rule: Rule::Values, message: "element 0 differs".into() }],
+///     ..Judgement::default()
+/// };
+/// assert!(CaseCheck::of(&[Rule::Values], false, &judgement).passed());
+/// assert_eq!(CaseCheck::of(&[], false, &judgement).false_alarms.len(), 1);
+/// assert_eq!(CaseCheck::of(&[Rule::Values, Rule::Dtype], false, &judgement).missed, vec![Rule::Dtype]);
+/// ```
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct CaseCheck {
+    /// Rules that had to fire and did not.
+    pub missed: Vec<Rule>,
+    /// Violations of rules that were not expected.
+    pub false_alarms: Vec<Violation>,
+    /// The case had to end in an expected error (a device failure passed on
+    /// as a typed `Err`) and did not.
+    pub missing_error: bool,
+}
+
+impl CaseCheck {
+    /// Measure `judgement` against exactly the `expected` rules, and, when
+    /// `expects_error`, an expected error.
+    pub fn of(expected: &[Rule], expects_error: bool, judgement: &Judgement) -> Self {
+        let fired = judgement.rules();
+        Self {
+            missed: expected
+                .iter()
+                .copied()
+                .filter(|rule| !fired.contains(rule))
+                .collect(),
+            false_alarms: judgement
+                .violations
+                .iter()
+                .filter(|violation| !expected.contains(&violation.rule))
+                .cloned()
+                .collect(),
+            missing_error: expects_error && judgement.expected_errors.is_empty(),
+        }
+    }
+
+    /// Whether the case showed exactly what it had to.
+    pub fn passed(&self) -> bool {
+        self.missed.is_empty() && self.false_alarms.is_empty() && !self.missing_error
+    }
 }
 
 /// One row of the kill matrix.
@@ -525,11 +591,11 @@ struct Tally {
 
 impl Tally {
     fn record(&mut self, plan: &Exercise<'_>, judgement: &Judgement, context: &str) -> bool {
-        let expected = plan.expected;
+        let check = CaseCheck::of(plan.expected, plan.expects_error, judgement);
         self.cases += 1;
         if !judgement.expected_errors.is_empty() {
             self.expected_errors += 1;
-        } else if plan.expects_error {
+        } else if check.missing_error {
             self.missed += 1;
             if self.examples.len() < 3 {
                 self.examples.push(format!(
@@ -537,36 +603,25 @@ impl Tally {
                 ));
             }
         }
-        let fired = judgement.rules();
-        self.caught.extend(fired.iter().copied());
-        let missed: Vec<Rule> = expected
-            .iter()
-            .copied()
-            .filter(|rule| !fired.contains(rule))
-            .collect();
-        let extra: Vec<&tenferro_transfer_harness::Violation> = judgement
-            .violations
-            .iter()
-            .filter(|violation| !expected.contains(&violation.rule))
-            .collect();
-        if !missed.is_empty() {
+        self.caught.extend(judgement.rules());
+        if !check.missed.is_empty() {
             self.missed += 1;
             if self.examples.len() < 3 {
-                let names: Vec<&str> = missed.iter().map(|rule| rule.id()).collect();
+                let names: Vec<&str> = check.missed.iter().map(|rule| rule.id()).collect();
                 self.examples
                     .push(format!("missed {} on {context}", names.join(", ")));
             }
         }
-        if !extra.is_empty() {
+        if let Some(extra) = check.false_alarms.first() {
             self.false_alarms += 1;
             if self.examples.len() < 3 {
                 self.examples.push(format!(
                     "false alarm {}: {} on {context}",
-                    extra[0].rule, extra[0].message
+                    extra.rule, extra.message
                 ));
             }
         }
-        fired.contains(&Rule::RuntimeAgreement)
+        judgement.rules().contains(&Rule::RuntimeAgreement)
     }
 
     fn row(self, name: String, expected: Vec<Rule>) -> ProviderRow {
@@ -593,8 +648,9 @@ struct Exercise<'a> {
     expects_error: bool,
 }
 
-/// Install `plan` on every simulated endpoint of `route`.
-fn install(route: &Route, plan: &FaultPlan) {
+/// Install `plan` on every simulated endpoint of `route` (an empty plan
+/// removes the faults).
+pub fn install(route: &Route, plan: &FaultPlan) {
     for endpoint in [route.source(), route.destination()] {
         if let Endpoint::Sim(device) = endpoint {
             device.install_faults(plan.clone());
