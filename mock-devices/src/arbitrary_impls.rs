@@ -45,12 +45,13 @@ impl<'a> Arbitrary<'a> for Fault {
 }
 
 /// `Some(draw)` one time in four, so most decoded plans hold one or two
-/// faults rather than all six.
+/// faults rather than all six; `None` when the bytes have run out
+/// (`ratio` then answers its first outcome).
 fn sometimes<'a, T>(
     u: &mut Unstructured<'a>,
     draw: impl FnOnce(&mut Unstructured<'a>) -> Result<T>,
 ) -> Result<Option<T>> {
-    if u.ratio(1_u8, 4)? {
+    if !u.ratio(3_u8, 4)? {
         draw(u).map(Some)
     } else {
         Ok(None)
