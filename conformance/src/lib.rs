@@ -18,6 +18,7 @@
 
 mod builtin;
 pub mod concurrency;
+pub mod fuzzing;
 pub mod generated;
 mod report;
 pub mod selftest;
