@@ -19,14 +19,18 @@
 mod builtin;
 pub mod concurrency;
 pub mod generated;
+pub mod progress;
 mod report;
 pub mod selftest;
 mod shapes;
 mod suite;
 
 pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
-pub use report::{CaseResult, Report, RowHead, Summary, Verdict, ViolationRow};
+pub use report::{
+    CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,
+    RuleTally, RunOutcome, SETUP, Summary, Verdict, ViolationRow,
+};
 pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
-pub use suite::{SuiteOptions, run_fixed_suite};
+pub use suite::{SuiteOptions, run_fixed_suite, run_fixed_suite_with_progress};
 pub use tenferro_mock_devices as mock_devices;
 pub use tenferro_transfer_harness as harness;
