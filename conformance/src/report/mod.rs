@@ -352,3 +352,64 @@ pub enum ReportError {
         name: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head() -> RowHead {
+        RowHead {
+            provider: "p".to_owned(),
+            route: "a->b".to_owned(),
+            dtype: "F32".to_owned(),
+            shape: vec![2],
+            layout: "owned".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_run_that_judged_nothing_is_not_a_pass() {
+        let mut report = Report::default();
+        assert_eq!(report.outcome(), RunOutcome::NothingChecked);
+        report.push(CaseResult::skipped(head(), "no GPU".to_owned()));
+        assert_eq!(report.outcome(), RunOutcome::NothingChecked);
+        assert_eq!(report.outcome().exit_code(), 3);
+        report.push(CaseResult::judged(head(), Judgement::default()));
+        assert_eq!(report.outcome(), RunOutcome::Passed);
+        assert_eq!(report.outcome().exit_code(), 0);
+        report.push(CaseResult::setup_failure(head(), "no route".to_owned()));
+        assert_eq!(report.outcome(), RunOutcome::Failed);
+        assert_eq!(report.outcome().exit_code(), 1);
+    }
+
+    #[test]
+    fn formats_parse_from_their_names() {
+        for format in ReportFormat::ALL {
+            assert_eq!(format.name().parse::<ReportFormat>().unwrap(), format);
+        }
+        assert!(matches!(
+            "yaml".parse::<ReportFormat>(),
+            Err(ReportError::UnknownFormat { .. })
+        ));
+    }
+
+    #[test]
+    fn the_table_names_rules_checked_on_only_some_cases() {
+        let mut report = Report::default();
+        report.push(CaseResult::judged(head(), Judgement::default()));
+        let unchecked = Judgement {
+            unchecked: vec![Unchecked {
+                rule: tenferro_transfer_harness::Rule::Completion,
+                reason: "cannot tell".to_owned(),
+            }],
+            ..Judgement::default()
+        };
+        report.push(CaseResult::judged(head(), unchecked));
+        let table = report.to_table();
+        assert!(
+            table.contains("not checked on some cases (never counted as a pass):\n    completion (1 of 2): cannot tell"),
+            "{table}"
+        );
+        assert!(!table.contains("not checked on any case"), "{table}");
+    }
+}
