@@ -8,23 +8,7 @@ use tenferro_transfer_conformance::{
     CaseResult, Mark, Report, RowHead, RunOutcome, Verdict, ViolationRow,
 };
 
-/// Snapshots live in `snapshots/` at the workspace root, and process-unique
-/// numbers are redacted (as in `snapshots.rs`).
-macro_rules! with_snapshot_settings {
-    ($body:block) => {
-        insta::with_settings!({
-            snapshot_path => "../../snapshots",
-            prepend_module_to_snapshot => false,
-            filters => vec![
-                (r"AllocationDomainId\(\d+\)", "AllocationDomainId([domain])"),
-                (r"EventDomainId\s*\{[^}]*\}", "EventDomainId { [domain] }"),
-                (r"0x[0-9a-f]{12,16}\b", "[address]"),
-                (r"copy #\d+", "copy #[n]"),
-                (r"allocation #\d+", "allocation #[id]"),
-            ],
-        }, $body)
-    };
-}
+use support::with_snapshot_settings;
 
 #[test]
 fn the_small_report_has_a_pass_a_failure_a_setup_failure_and_a_skip() {

@@ -119,7 +119,7 @@ impl Report {
             out.push('\n');
         }
         write_failures(&mut out, self);
-        write_unchecked(&mut out, self, &matrix);
+        write_unchecked(&mut out, self);
         write_skipped(&mut out, self);
         out
     }
@@ -306,33 +306,20 @@ fn write_failures(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
-fn write_unchecked(out: &mut String, report: &Report, matrix: &RuleMatrix) {
-    let judged: Vec<&CaseResult> = report
-        .results
-        .iter()
-        .filter(|row| row.was_judged())
-        .collect();
+fn write_unchecked(out: &mut String, report: &Report) {
     let mut lines = Vec::new();
-    for rule in &matrix.rules {
-        let mut reasons = Counted::default();
-        for row in &judged {
-            if let Some(item) = row.unchecked.iter().find(|item| item.rule.id() == rule) {
-                reasons.add(&item.reason);
-            }
-        }
-        if reasons.is_empty() {
-            continue;
-        }
-        let count: usize = reasons.iter().map(|(_, count)| count).sum();
-        let why = reasons
+    for unchecked in report.unchecked_rules() {
+        let why = unchecked
+            .reasons
             .iter()
             .map(|(reason, count)| format!("{} ({count})", escape(reason)))
             .collect::<Vec<_>>()
             .join("; ");
         lines.push(format!(
-            "- {}: not checked on {count} of {} judged cases: {why}",
-            code(rule),
-            judged.len()
+            "- {}: not checked on {} of {} judged cases: {why}",
+            code(&unchecked.rule),
+            unchecked.cases,
+            unchecked.judged
         ));
     }
     if lines.is_empty() {

@@ -10,6 +10,7 @@
 
 use tenferro_transfer_harness::Rule;
 
+use super::text::Counted;
 use super::{CaseResult, Report};
 
 /// The status of one rule on one cell (or on a group of cells).
@@ -210,7 +211,44 @@ impl RuleMatrix {
     }
 }
 
+/// A rule the oracle left unchecked on some judged cases.
+pub(crate) struct UncheckedRule {
+    /// The rule id.
+    pub(crate) rule: String,
+    /// Its reasons, each with the number of cases that gave it.
+    pub(crate) reasons: Counted,
+    /// Judged cases on which it was unchecked.
+    pub(crate) cases: usize,
+    /// Judged cases in the report.
+    pub(crate) judged: usize,
+}
+
 impl Report {
+    /// Every rule left unchecked on at least one judged case, in the
+    /// matrix's rule order.
+    pub(crate) fn unchecked_rules(&self) -> Vec<UncheckedRule> {
+        let judged: Vec<&CaseResult> = self.results.iter().filter(|row| row.was_judged()).collect();
+        self.rule_matrix()
+            .rules
+            .into_iter()
+            .filter_map(|rule| {
+                let mut reasons = Counted::default();
+                for row in &judged {
+                    if let Some(item) = row.unchecked.iter().find(|item| item.rule.id() == rule) {
+                        reasons.add(&item.reason);
+                    }
+                }
+                let cases: usize = reasons.iter().map(|(_, count)| count).sum();
+                (cases > 0).then(|| UncheckedRule {
+                    rule,
+                    reasons,
+                    cases,
+                    judged: judged.len(),
+                })
+            })
+            .collect()
+    }
+
     /// The rules x routes x dtypes matrix of this report.
     pub fn rule_matrix(&self) -> RuleMatrix {
         RuleMatrix::new(self)

@@ -88,12 +88,6 @@ impl CaseResult {
             Verdict::Fail
         };
         Self {
-            provider: head.provider,
-            route: head.route,
-            dtype: head.dtype,
-            shape: head.shape,
-            layout: head.layout,
-            verdict,
             violations: judgement
                 .violations
                 .iter()
@@ -101,6 +95,22 @@ impl CaseResult {
                 .collect(),
             unchecked: judgement.unchecked,
             expected_errors: judgement.expected_errors,
+            ..Self::bare(head, verdict)
+        }
+    }
+
+    /// A row with `verdict` and nothing else.
+    fn bare(head: RowHead, verdict: Verdict) -> Self {
+        Self {
+            provider: head.provider,
+            route: head.route,
+            dtype: head.dtype,
+            shape: head.shape,
+            layout: head.layout,
+            verdict,
+            violations: Vec::new(),
+            unchecked: Vec::new(),
+            expected_errors: Vec::new(),
             skip_reason: None,
         }
     }
@@ -108,19 +118,11 @@ impl CaseResult {
     /// A failed row for a case the harness could not run.
     pub fn setup_failure(head: RowHead, message: String) -> Self {
         Self {
-            provider: head.provider,
-            route: head.route,
-            dtype: head.dtype,
-            shape: head.shape,
-            layout: head.layout,
-            verdict: Verdict::Fail,
             violations: vec![ViolationRow {
                 rule: SETUP.to_owned(),
                 message,
             }],
-            unchecked: Vec::new(),
-            expected_errors: Vec::new(),
-            skip_reason: None,
+            ..Self::bare(head, Verdict::Fail)
         }
     }
 
@@ -139,16 +141,8 @@ impl CaseResult {
     /// A skipped row.
     pub fn skipped(head: RowHead, reason: String) -> Self {
         Self {
-            provider: head.provider,
-            route: head.route,
-            dtype: head.dtype,
-            shape: head.shape,
-            layout: head.layout,
-            verdict: Verdict::Skip,
-            violations: Vec::new(),
-            unchecked: Vec::new(),
-            expected_errors: Vec::new(),
             skip_reason: Some(reason),
+            ..Self::bare(head, Verdict::Skip)
         }
     }
 }

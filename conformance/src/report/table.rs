@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 
 use super::{CaseResult, Report, Verdict};
-use crate::report::text::Counted;
 
 /// Colours of the table, when it has them.
 struct Palette {
@@ -150,36 +149,21 @@ impl Report {
 /// Rules the oracle could not check: those checked on no judged case, then
 /// those checked on only some, each with its reasons.
 fn write_unchecked(out: &mut String, report: &Report) {
-    let judged: Vec<&CaseResult> = report
-        .results
-        .iter()
-        .filter(|row| row.was_judged())
-        .collect();
     let mut nowhere = Vec::new();
     let mut somewhere = Vec::new();
-    let matrix = report.rule_matrix();
-    for rule in &matrix.rules {
-        let mut reasons = Counted::default();
-        for row in &judged {
-            if let Some(item) = row.unchecked.iter().find(|item| item.rule.id() == rule) {
-                reasons.add(&item.reason);
-            }
-        }
-        let count: usize = reasons.iter().map(|(_, count)| count).sum();
-        if reasons.is_empty() {
-            continue;
-        }
-        let listed = reasons
+    for unchecked in report.unchecked_rules() {
+        let listed = unchecked
+            .reasons
             .iter()
             .map(|(reason, _)| reason)
             .collect::<Vec<_>>()
             .join("; ");
-        if count == judged.len() {
-            nowhere.push(format!("    {rule}: {listed}"));
+        if unchecked.cases == unchecked.judged {
+            nowhere.push(format!("    {}: {listed}", unchecked.rule));
         } else {
             somewhere.push(format!(
-                "    {rule} ({count} of {}): {listed}",
-                judged.len()
+                "    {} ({} of {}): {listed}",
+                unchecked.rule, unchecked.cases, unchecked.judged
             ));
         }
     }

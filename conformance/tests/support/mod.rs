@@ -158,3 +158,22 @@ pub fn small_report() -> Report {
     }
     report
 }
+
+/// Snapshots live in `snapshots/` at the workspace root, and process-unique
+/// numbers are redacted.
+macro_rules! with_snapshot_settings {
+    ($body:block) => {
+        insta::with_settings!({
+            snapshot_path => "../../snapshots",
+            prepend_module_to_snapshot => false,
+            filters => vec![
+                (r"AllocationDomainId\(\d+\)", "AllocationDomainId([domain])"),
+                (r"EventDomainId\s*\{[^}]*\}", "EventDomainId { [domain] }"),
+                (r"0x[0-9a-f]{12,16}\b", "[address]"),
+                (r"copy #\d+", "copy #[n]"),
+                (r"allocation #\d+", "allocation #[id]"),
+            ],
+        }, $body)
+    };
+}
+pub(crate) use with_snapshot_settings;
