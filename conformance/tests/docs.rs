@@ -43,11 +43,9 @@ fn the_contract_page_quotes_each_example_violation_from_its_snapshot() {
             .trim_start_matches("- `")
             .split_once("` (`")
             .expect("- `rule` (`snapshots/name.snap`): quote");
-        let text = std::fs::read_to_string(format!(
-            "{}/../{snapshot}.snap",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap_or_else(|error| panic!("{snapshot}: {error}"));
+        let text =
+            std::fs::read_to_string(format!("{}/../{snapshot}.snap", env!("CARGO_MANIFEST_DIR")))
+                .unwrap_or_else(|error| panic!("{snapshot}: {error}"));
         let quote = quote.trim_end_matches(" ...");
         assert!(
             text.contains(&format!("violation {rule}: {quote}")),
