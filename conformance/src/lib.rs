@@ -21,6 +21,7 @@ pub mod concurrency;
 pub mod generated;
 mod level;
 pub mod prelude;
+pub mod progress;
 mod provider_suite;
 mod report;
 pub mod selftest;
@@ -31,8 +32,11 @@ mod tests_macro;
 pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
 pub use level::{Level, UnknownLevel};
 pub use provider_suite::{BoxError, NO_SKIP_ENV, ProviderSuite, RuleVerdict};
-pub use report::{CaseResult, Report, RowHead, Summary, Verdict, ViolationRow};
+pub use report::{
+    CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,
+    RuleTally, RunOutcome, SETUP, Summary, Verdict, ViolationRow,
+};
 pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
-pub use suite::{SuiteOptions, run_fixed_suite};
+pub use suite::{SuiteOptions, run_fixed_suite, run_fixed_suite_with_progress};
 pub use tenferro_mock_devices as mock_devices;
 pub use tenferro_transfer_harness as harness;

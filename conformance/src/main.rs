@@ -1,6 +1,7 @@
 //! `transfer-conformance`: runs the conformance suite against the built-in
 //! providers and prints the report.
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -9,9 +10,20 @@ use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_gen
 use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
 use tenferro_transfer_conformance::harness::{Rule, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
+use tenferro_transfer_conformance::progress::TerminalProgress;
 use tenferro_transfer_conformance::{
-    BUILTIN_PROVIDERS, BuiltinProvider, SuiteOptions, builtin_provider, run_fixed_suite, selftest,
+    BUILTIN_PROVIDERS, BuiltinProvider, ReportFormat, SuiteOptions, builtin_provider,
+    run_fixed_suite_with_progress, selftest,
 };
+
+/// Exit codes, as `--help` prints them.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  every case passed (skipped cases, if any, are listed, never counted as passes)
+  1  at least one case failed (a broken rule, or a case the harness could not set up)
+  2  bad usage: an unknown flag, provider, fault or profile, a format the command
+     does not support, or a report that could not be written
+  3  nothing was checked: no case failed and none passed (every case skipped)";
 
 /// Conformance suite for tenferro TransferProvider implementations.
 ///
@@ -19,13 +31,18 @@ use tenferro_transfer_conformance::{
 /// seven dtypes and the fixed shapes, prints the report, and exits non-zero
 /// if any case fails.
 #[derive(Debug, Parser)]
-#[command(name = "transfer-conformance", version)]
+#[command(name = "transfer-conformance", version, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Report format.
+    /// Report format. The suite run takes all four; `self-test`,
+    /// `generated` and `rules` take table and json; `replay` takes table.
     #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
     format: Format,
+    /// Colour the table: auto colours only when stdout is a terminal and
+    /// NO_COLOR is unset or empty.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColourChoice::Auto, global = true)]
+    color: ColourChoice,
     /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host.
     #[arg(long = "provider", value_name = "NAME", global = true)]
     providers: Vec<String>,
@@ -92,12 +109,92 @@ fn parse_profile(name: &str) -> Result<Profile, String> {
         .map_err(|error: tenferro_transfer_conformance::harness::HarnessError| error.to_string())
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, Eq, PartialEq, ValueEnum)]
 enum Format {
-    /// Aligned text.
+    /// Aligned text, one row per case (colour only on a terminal).
     Table,
-    /// JSON.
+    /// JSON, as docs/report-format.md describes it.
     Json,
+    /// A rules x routes x dtypes matrix, for a pull request.
+    Markdown,
+    /// JUnit XML, for CI systems.
+    Junit,
+}
+
+impl Format {
+    fn report_format(self) -> ReportFormat {
+        match self {
+            Format::Table => ReportFormat::Table,
+            Format::Json => ReportFormat::Json,
+            Format::Markdown => ReportFormat::Markdown,
+            Format::Junit => ReportFormat::Junit,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ColourChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is unset or empty.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColourChoice {
+    fn enabled(self) -> bool {
+        match self {
+            ColourChoice::Always => true,
+            ColourChoice::Never => false,
+            ColourChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+            }
+        }
+    }
+}
+
+impl Command {
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Run => "the suite run",
+            Command::Rules => "rules",
+            Command::SelfTest => "self-test",
+            Command::Generated { .. } => "generated",
+            Command::Replay { .. } => "replay",
+        }
+    }
+
+    /// The formats a command can print. Asking for another is bad usage
+    /// (exit code 2), never a silent fallback to another format.
+    fn formats(&self) -> &'static [Format] {
+        match self {
+            Command::Run => &[Format::Table, Format::Json, Format::Markdown, Format::Junit],
+            Command::Rules | Command::SelfTest | Command::Generated { .. } => {
+                &[Format::Table, Format::Json]
+            }
+            Command::Replay { .. } => &[Format::Table],
+        }
+    }
+}
+
+fn check_format(command: &Command, format: Format) -> Result<(), String> {
+    if command.formats().contains(&format) {
+        return Ok(());
+    }
+    let name = |format: &Format| format.report_format().name();
+    Err(format!(
+        "--format {} does not apply to {}; it takes {}",
+        name(&format),
+        command.name(),
+        command
+            .formats()
+            .iter()
+            .map(name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 fn main() -> ExitCode {
@@ -110,19 +207,30 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match cli.command.unwrap_or(Command::Run) {
+    let command = cli.command.unwrap_or(Command::Run);
+    if let Err(message) = check_format(&command, cli.format) {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
+    match command {
         Command::Run => {
             let options = SuiteOptions {
                 inject: cli.inject.clone(),
                 deadline: Duration::from_millis(cli.deadline_ms),
                 ..SuiteOptions::default()
             };
-            let report = run_fixed_suite(&providers, &options);
+            let report = run_fixed_suite_with_progress(
+                &providers,
+                &options,
+                &mut TerminalProgress::stderr(),
+            );
             let text = match cli.format {
-                Format::Table => Ok(report.to_table()),
-                Format::Json => report.to_json(),
+                Format::Table => Ok(report.to_table_coloured(cli.color.enabled())),
+                format => report
+                    .render(format.report_format())
+                    .map_err(|error| error_chain(&error)),
             };
-            finish(text, report.failed())
+            finish(text, report.outcome().exit_code())
         }
         Command::Rules => {
             print!("{}", rules_text(cli.format));
@@ -131,10 +239,10 @@ fn main() -> ExitCode {
         Command::SelfTest => {
             let report = selftest::run(&providers);
             let text = match cli.format {
-                Format::Table => Ok(report.to_table()),
-                Format::Json => report.to_json(),
+                Format::Json => report.to_json().map_err(|error| error.to_string()),
+                _ => Ok(report.to_table()),
             };
-            finish(text, !report.passed())
+            finish(text, u8::from(!report.passed()))
         }
         Command::Generated { profile, seed } => {
             let options = GeneratedOptions {
@@ -155,13 +263,15 @@ fn main() -> ExitCode {
             }
             let failed = reports.iter().any(|report| report.failure.is_some());
             let text = match cli.format {
-                Format::Table => Ok(reports
+                Format::Json => {
+                    serde_json::to_string_pretty(&reports).map_err(|error| error.to_string())
+                }
+                _ => Ok(reports
                     .iter()
                     .map(|report| report.to_text())
                     .collect::<String>()),
-                Format::Json => serde_json::to_string_pretty(&reports),
             };
-            finish(text, failed)
+            finish(text, u8::from(failed))
         }
         Command::Replay { recipe } => {
             let recipe: Recipe = match recipe.parse() {
@@ -192,20 +302,27 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            finish(Ok(out), failed)
+            finish(Ok(out), u8::from(failed))
         }
     }
 }
 
-fn finish(text: Result<String, serde_json::Error>, failed: bool) -> ExitCode {
+/// An error and its sources, joined by `: `.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+fn finish(text: Result<String, String>, code: u8) -> ExitCode {
     match text {
         Ok(text) => {
             println!("{text}");
-            if failed {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
+            ExitCode::from(code)
         }
         Err(error) => {
             eprintln!("error: cannot render the report: {error}");
@@ -251,7 +368,7 @@ fn rules_text(format: Format) -> String {
                 .collect();
             format!("{:#}\n", serde_json::Value::Array(rules))
         }
-        Format::Table => {
+        _ => {
             let mut out = String::new();
             for rule in Rule::ALL {
                 out.push_str(&format!(

@@ -11,6 +11,7 @@ use tenferro_transfer_harness::{
     Case, DEFAULT_DEADLINE, HarnessError, Oracle, Route, Rule, Unchecked, Watchdog,
 };
 
+use crate::progress::Progress;
 use crate::report::{CaseResult, Report, RowHead};
 use crate::{BuiltinProvider, fixed_shapes};
 
@@ -85,8 +86,20 @@ pub(crate) fn provider_for(
 /// assert!(report.summary.passed > 0);
 /// ```
 pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) -> Report {
+    run_fixed_suite_with_progress(providers, options, &mut ())
+}
+
+/// [`run_fixed_suite`], telling `progress` about every case (the CLI's
+/// progress bar).
+pub fn run_fixed_suite_with_progress(
+    providers: &[BuiltinProvider],
+    options: &SuiteOptions,
+    progress: &mut dyn Progress,
+) -> Report {
     let mut report = Report::default();
     let shapes = fixed_shapes(options.include_large);
+    let total = providers.len() * options.dtypes.len() * shapes.len();
+    progress.start(u64::try_from(total).unwrap_or(u64::MAX));
     let injected = options
         .inject
         .iter()
@@ -147,9 +160,11 @@ pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) ->
                     (Err(error), _) => CaseResult::setup_failure(head, error.clone()),
                     (_, Err(error)) => CaseResult::setup_failure(head, error.to_string()),
                 };
+                progress.case_done(&row);
                 report.push(row);
             }
         }
     }
+    progress.finish();
     report
 }

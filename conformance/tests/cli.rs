@@ -163,3 +163,124 @@ fn self_test_json_has_the_documented_shape_and_passes() {
     // Injected panics are caught and reported, not printed.
     assert!(!String::from_utf8_lossy(&output.stderr).contains("injected panic"));
 }
+
+#[test]
+fn every_format_of_the_suite_run_prints_the_report_and_keeps_the_exit_code() {
+    let args = ["--provider", "sim-peer", "--inject", "one-ulp", "--format"];
+    for (format, starts) in [
+        ("table", "provider "),
+        ("json", "{"),
+        ("markdown", "## Transfer conformance report"),
+        ("junit", "<?xml"),
+    ] {
+        let output = cli(&[&args[..], &[format]].concat());
+        assert_eq!(output.status.code(), Some(1), "{format}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(stdout.starts_with(starts), "{format}: {stdout}");
+        // No colour and no progress bar in a pipe.
+        assert!(!stdout.contains('\u{1b}'), "{format}");
+        assert!(
+            output.stderr.is_empty(),
+            "{format}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let output = cli(&["--provider", "sim-peer", "--format", "markdown"]);
+    assert_eq!(output.status.code(), Some(0));
+    let markdown = String::from_utf8(output.stdout).unwrap();
+    assert!(markdown.contains("**PASS**"), "{markdown}");
+    assert!(markdown.contains("| `values` | ✅ | ✅ |"), "{markdown}");
+    let output = cli(&["--provider", "sim-peer", "--format", "junit"]);
+    assert_eq!(output.status.code(), Some(0));
+    let junit = String::from_utf8(output.stdout).unwrap();
+    let document = roxmltree::Document::parse(&junit).expect("well-formed XML");
+    let cases = document
+        .descendants()
+        .filter(|node| node.has_tag_name("testcase"))
+        .count();
+    assert_eq!(cases, 7 * 9, "{junit}");
+    assert!(!junit.contains("<failure"));
+}
+
+#[test]
+fn colour_is_only_for_a_terminal_unless_asked_for() {
+    let args = ["--provider", "sim-peer", "--inject", "one-ulp"];
+    let piped = cli(&args);
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains('\u{1b}'));
+    let always = cli(&[&args[..], &["--color", "always"]].concat());
+    let stdout = String::from_utf8_lossy(&always.stdout);
+    assert!(stdout.contains("\u{1b}[1m\u{1b}[31mFAIL"), "{stdout}");
+    // Colour codes never count towards column widths: the plain text is the
+    // uncoloured table.
+    let stripped = regex_free_strip(&stdout);
+    assert_eq!(stripped, String::from_utf8_lossy(&piped.stdout));
+    let never = cli(&[&args[..], &["--color", "never"]].concat());
+    assert_eq!(never.stdout, piped.stdout);
+}
+
+/// `text` without ANSI SGR sequences (`ESC [ ... m`).
+fn regex_free_strip(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_format_a_command_does_not_take_is_bad_usage() {
+    for (args, message) in [
+        (
+            &["self-test", "--format", "markdown"][..],
+            "--format markdown does not apply to self-test; it takes table, json",
+        ),
+        (
+            &["generated", "--format", "junit"][..],
+            "--format junit does not apply to generated; it takes table, json",
+        ),
+        (
+            &["rules", "--format", "junit"][..],
+            "--format junit does not apply to rules; it takes table, json",
+        ),
+        (
+            &["replay", "--format", "json", "{}"][..],
+            "--format json does not apply to replay; it takes table",
+        ),
+    ] {
+        let output = cli(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+    let output = cli(&["--format", "yaml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("yaml"));
+}
+
+#[test]
+fn help_documents_the_exit_codes_and_formats() {
+    let output = cli(&["--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    let help = String::from_utf8(output.stdout).unwrap();
+    for text in [
+        "Exit codes:",
+        "0  every case passed",
+        "1  at least one case failed",
+        "2  bad usage",
+        "3  nothing was checked",
+        "markdown",
+        "junit",
+    ] {
+        assert!(help.contains(text), "{text}:\n{help}");
+    }
+}

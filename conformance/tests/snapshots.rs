@@ -11,23 +11,9 @@ use tenferro_tensor::DType;
 use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, Rig, RuntimeVerdict, Watchdog};
 use tenferro_transfer_conformance::{BUILTIN_PROVIDERS, builtin_provider, fixed_shapes, selftest};
 
-/// Snapshots live in `snapshots/` at the workspace root, and process-unique
-/// numbers are redacted.
-macro_rules! with_snapshot_settings {
-    ($body:block) => {
-        insta::with_settings!({
-            snapshot_path => "../../snapshots",
-            prepend_module_to_snapshot => false,
-            filters => vec![
-                (r"AllocationDomainId\(\d+\)", "AllocationDomainId([domain])"),
-                (r"EventDomainId\s*\{[^}]*\}", "EventDomainId { [domain] }"),
-                (r"0x[0-9a-f]{12,16}\b", "[address]"),
-                (r"copy #\d+", "copy #[n]"),
-                (r"allocation #\d+", "allocation #[id]"),
-            ],
-        }, $body)
-    };
-}
+mod support;
+
+use support::with_snapshot_settings;
 
 /// The runtime's own rejection of a broken sim-upload output, from a real run.
 fn contract_error(fault: Fault) -> String {

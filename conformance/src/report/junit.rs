@@ -1,0 +1,260 @@
+//! JUnit XML for CI systems: one `<testsuite>` per provider and route, one
+//! `<testcase>` per case; a broken rule is a `<failure>`, a case the harness
+//! could not set up an `<error>`, a skipped case `<skipped>`.
+
+use std::io;
+
+use quick_xml::Writer;
+use quick_xml::events::{BytesDecl, BytesText, Event};
+
+use super::text::{Counted, one_line, truncate};
+use super::{CaseResult, Report, ReportError, Verdict};
+
+/// The `message` attribute of a failure is cut to this many characters; the
+/// element's text holds every message whole.
+const MAX_ATTRIBUTE_CHARS: usize = 300;
+
+/// `text` with the characters XML 1.0 cannot hold, even escaped (most
+/// control characters, U+FFFE, U+FFFF), written as `\u{..}`.
+fn xml_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let allowed =
+            matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}');
+        if allowed {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        }
+    }
+    out
+}
+
+fn attribute(text: &str) -> String {
+    xml_safe(&truncate(&one_line(text), MAX_ATTRIBUTE_CHARS))
+}
+
+struct Suite<'a> {
+    provider: &'a str,
+    route: &'a str,
+    cases: Vec<&'a CaseResult>,
+}
+
+impl Suite<'_> {
+    fn count(&self, pick: impl Fn(&CaseResult) -> bool) -> usize {
+        self.cases.iter().filter(|row| pick(row)).count()
+    }
+}
+
+fn suites(report: &Report) -> Vec<Suite<'_>> {
+    let mut suites: Vec<Suite<'_>> = Vec::new();
+    for row in &report.results {
+        match suites
+            .iter_mut()
+            .find(|suite| suite.provider == row.provider && suite.route == row.route)
+        {
+            Some(suite) => suite.cases.push(row),
+            None => suites.push(Suite {
+                provider: &row.provider,
+                route: &row.route,
+                cases: vec![row],
+            }),
+        }
+    }
+    suites
+}
+
+fn is_failure(row: &CaseResult) -> bool {
+    row.verdict == Verdict::Fail && !row.is_setup_failure()
+}
+
+fn write_case(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>, row: &CaseResult) -> io::Result<()> {
+    let name = xml_safe(&format!("{} {:?} {}", row.dtype, row.shape, row.layout));
+    let classname = xml_safe(&format!("{}.{}", suite.provider, suite.route));
+    let element = writer
+        .create_element("testcase")
+        .with_attribute(("name", name.as_str()))
+        .with_attribute(("classname", classname.as_str()));
+    let mut notes: Vec<String> = row
+        .unchecked
+        .iter()
+        .map(|item| format!("not checked: {}: {}", item.rule, item.reason))
+        .collect();
+    notes.extend(
+        row.expected_errors
+            .iter()
+            .map(|expected| format!("expected error: {expected}")),
+    );
+    if row.verdict == Verdict::Pass && notes.is_empty() {
+        element.write_empty()?;
+        return Ok(());
+    }
+    element.write_inner_content(|writer| {
+        match row.verdict {
+            Verdict::Pass => {}
+            Verdict::Skip => {
+                let reason = attribute(row.skip_reason.as_deref().unwrap_or("skipped"));
+                writer
+                    .create_element("skipped")
+                    .with_attribute(("message", reason.as_str()))
+                    .write_empty()?;
+            }
+            Verdict::Fail => {
+                let tag = if row.is_setup_failure() {
+                    "error"
+                } else {
+                    "failure"
+                };
+                let rules: Vec<&str> = row
+                    .violations
+                    .iter()
+                    .map(|violation| violation.rule.as_str())
+                    .collect();
+                let first = row
+                    .violations
+                    .first()
+                    .map(|violation| format!("{}: {}", violation.rule, violation.message))
+                    .unwrap_or_default();
+                let body = row
+                    .violations
+                    .iter()
+                    .map(|violation| format!("{}: {}", violation.rule, violation.message))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let kind = xml_safe(&rules.join(" "));
+                let message = attribute(&first);
+                let body = xml_safe(&body);
+                writer
+                    .create_element(tag)
+                    .with_attribute(("type", kind.as_str()))
+                    .with_attribute(("message", message.as_str()))
+                    .write_text_content(BytesText::new(&body))?;
+            }
+        }
+        if !notes.is_empty() {
+            let text = xml_safe(&notes.join("\n"));
+            writer
+                .create_element("system-out")
+                .write_text_content(BytesText::new(&text))?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>) -> io::Result<()> {
+    let name = xml_safe(&format!("{} on {}", suite.provider, suite.route));
+    let tests = suite.cases.len().to_string();
+    let failures = suite.count(is_failure).to_string();
+    let errors = suite.count(CaseResult::is_setup_failure).to_string();
+    let skipped = suite.count(|row| row.verdict == Verdict::Skip).to_string();
+    // Rules left unchecked on every judged case of the suite.
+    let judged: Vec<&&CaseResult> = suite.cases.iter().filter(|row| row.was_judged()).collect();
+    let mut unchecked = Counted::default();
+    for row in &judged {
+        for item in &row.unchecked {
+            unchecked.add(item.rule.id());
+        }
+    }
+    let everywhere: Vec<&str> = unchecked
+        .iter()
+        .filter(|&(_, count)| count == judged.len())
+        .map(|(rule, _)| rule)
+        .collect();
+    writer
+        .create_element("testsuite")
+        .with_attribute(("name", name.as_str()))
+        .with_attribute(("tests", tests.as_str()))
+        .with_attribute(("failures", failures.as_str()))
+        .with_attribute(("errors", errors.as_str()))
+        .with_attribute(("skipped", skipped.as_str()))
+        .write_inner_content(|writer| {
+            writer
+                .create_element("properties")
+                .write_inner_content(|writer| {
+                    let provider = xml_safe(suite.provider);
+                    let route = xml_safe(suite.route);
+                    let rules = everywhere.join(" ");
+                    let mut properties =
+                        vec![("provider", provider.as_str()), ("route", route.as_str())];
+                    if !rules.is_empty() {
+                        properties.push(("not-checked-on-any-case", rules.as_str()));
+                    }
+                    for (key, value) in properties {
+                        writer
+                            .create_element("property")
+                            .with_attribute(("name", key))
+                            .with_attribute(("value", value))
+                            .write_empty()?;
+                    }
+                    Ok(())
+                })?;
+            for row in &suite.cases {
+                write_case(writer, suite, row)?;
+            }
+            Ok(())
+        })?;
+    Ok(())
+}
+
+impl Report {
+    /// The report as JUnit XML: a `<testsuite>` per provider and route, a
+    /// `<testcase>` per case named `dtype shape layout`, with a `<failure>`
+    /// listing every violation, an `<error>` for a case the harness could not
+    /// set up, or `<skipped>` with the reason. Rules the oracle could not
+    /// check are listed in the case's `<system-out>`, never counted as passes.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ReportError::Xml`] if the XML writer fails (it writes to
+    /// memory, so it does not in practice).
+    pub fn to_junit(&self) -> Result<String, ReportError> {
+        let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
+        let suites = suites(self);
+        let tests = self.results.len().to_string();
+        let failures = self
+            .results
+            .iter()
+            .filter(|row| is_failure(row))
+            .count()
+            .to_string();
+        let errors = self
+            .results
+            .iter()
+            .filter(|row| row.is_setup_failure())
+            .count()
+            .to_string();
+        let skipped = self.summary.skipped.to_string();
+        writer
+            .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
+            .map_err(ReportError::Xml)?;
+        writer
+            .create_element("testsuites")
+            .with_attribute(("name", "transfer-conformance"))
+            .with_attribute(("tests", tests.as_str()))
+            .with_attribute(("failures", failures.as_str()))
+            .with_attribute(("errors", errors.as_str()))
+            .with_attribute(("skipped", skipped.as_str()))
+            .write_inner_content(|writer| {
+                for suite in &suites {
+                    write_suite(writer, suite)?;
+                }
+                Ok(())
+            })
+            .map_err(ReportError::Xml)?;
+        let mut xml = String::from_utf8_lossy(&writer.into_inner()).into_owned();
+        xml.push('\n');
+        Ok(xml)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn characters_xml_cannot_hold_are_written_out() {
+        assert_eq!(xml_safe("a\u{0}b\tc\u{1b}"), "a\\u{0}b\tc\\u{1b}");
+        assert_eq!(xml_safe("\u{FFFF}é"), "\\u{ffff}é");
+    }
+}
