@@ -526,6 +526,16 @@ struct Tally {
 }
 
 impl Tally {
+    /// Count a case (or a whole route) that could not run as missed: the
+    /// self-test cannot claim a catch it never saw.
+    fn could_not_run(&mut self, example: String) {
+        self.cases += 1;
+        self.missed += 1;
+        if self.examples.len() < 3 {
+            self.examples.push(example);
+        }
+    }
+
     fn record(&mut self, plan: &Exercise<'_>, judgement: &Judgement, context: &str) -> bool {
         let expected = plan.expected;
         self.cases += 1;
@@ -616,9 +626,7 @@ fn exercise(
     let mut rig = match Watchdog::new(route.clone(), provider, plan.deadline) {
         Ok(rig) => rig,
         Err(error) => {
-            tally.cases += 1;
-            tally.missed += 1;
-            tally.examples.push(format!(
+            tally.could_not_run(format!(
                 "route {} could not be built: {error}",
                 route.label()
             ));
@@ -648,13 +656,7 @@ fn exercise(
                     }
                 }
                 Err(error) => {
-                    tally.cases += 1;
-                    tally.missed += 1;
-                    if tally.examples.len() < 3 {
-                        tally
-                            .examples
-                            .push(format!("could not run {context}: {error}"));
-                    }
+                    tally.could_not_run(format!("could not run {context}: {error}"));
                 }
             }
         }
@@ -728,18 +730,14 @@ fn exercise_outside(
     ) {
         (Ok(rig), Ok(outside)) => (rig, outside),
         (Err(error), _) => {
-            tally.cases += 1;
-            tally.missed += 1;
-            tally.examples.push(format!(
+            tally.could_not_run(format!(
                 "route {} could not be built: {error}",
                 route.label()
             ));
             return;
         }
         (_, Err(error)) => {
-            tally.cases += 1;
-            tally.missed += 1;
-            tally.examples.push(format!("no outside cases: {error}"));
+            tally.could_not_run(format!("no outside cases: {error}"));
             return;
         }
     };
@@ -759,13 +757,7 @@ fn exercise_outside(
                 }
             }
             Err(error) => {
-                tally.cases += 1;
-                tally.missed += 1;
-                if tally.examples.len() < 3 {
-                    tally
-                        .examples
-                        .push(format!("could not run {context}: {error}"));
-                }
+                tally.could_not_run(format!("could not run {context}: {error}"));
             }
         }
     }

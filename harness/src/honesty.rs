@@ -8,6 +8,7 @@ use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{Error, Tensor, TensorRead};
 
+use crate::oracle::OUTPUT_RULES;
 use crate::strategy::Capabilities;
 use crate::{Case, HarnessError, Judgement, Layout, Oracle, Outcome, ProviderResult, Route, Rule};
 use crate::{ViewAxis, ViewSpec};
@@ -171,12 +172,12 @@ impl Oracle {
                 let wrong: Vec<String> = judgement
                     .violations
                     .iter()
-                    .filter(|violation| OUTPUT_RULES.contains(&violation.rule))
+                    .filter(|violation| binds_output(violation.rule))
                     .map(|violation| format!("{}: {}", violation.rule, violation.message))
                     .collect();
                 judgement
                     .violations
-                    .retain(|violation| !OUTPUT_RULES.contains(&violation.rule));
+                    .retain(|violation| !binds_output(violation.rule));
                 Some(if wrong.is_empty() {
                     format!(
                         "the provider returned Ok for an input outside its declared capabilities ({}); declare the capability, or refuse the input with a typed Err",
@@ -204,23 +205,18 @@ impl Oracle {
         }
         judgement
             .unchecked
-            .retain(|unchecked| !OUTPUT_RULES.contains(&unchecked.rule));
+            .retain(|unchecked| !binds_output(unchecked.rule));
         judgement.violations.sort_by_key(|violation| violation.rule);
         judgement
     }
 }
 
-/// Rules that bind a provider's output only inside its capabilities;
-/// outside, a wrong output is a `capability-honesty` violation.
-const OUTPUT_RULES: [Rule; 7] = [
-    Rule::Dtype,
-    Rule::Shape,
-    Rule::BufferLength,
-    Rule::Placement,
-    Rule::Residency,
-    Rule::Completion,
-    Rule::Values,
-];
+/// Whether `rule` binds a provider's output only inside its capabilities
+/// (the oracle's output rules and `completion`); outside, breaking one is a
+/// `capability-honesty` violation.
+fn binds_output(rule: Rule) -> bool {
+    rule == Rule::Completion || OUTPUT_RULES.contains(&rule)
+}
 
 /// A provider wrapper that refuses, with a typed `Err`, every input outside
 /// the declared capabilities and passes the rest to the inner provider:

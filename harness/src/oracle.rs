@@ -71,7 +71,7 @@ impl Judgement {
 }
 
 /// Rules judged from the provider's output; without one they are not checked.
-const OUTPUT_RULES: [Rule; 6] = [
+pub(crate) const OUTPUT_RULES: [Rule; 6] = [
     Rule::Dtype,
     Rule::Shape,
     Rule::BufferLength,
