@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tenferro_mock_devices::{SimDownload, SimPeer, SimUpload};
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::{Endpoint, HarnessError, HostProvider, Route};
+use tenferro_transfer_harness::{Endpoint, HarnessError, HostProvider, Route, Rule};
 
 /// A built-in provider: its name, its route, and how to make it for that
 /// route.
@@ -14,6 +14,9 @@ pub struct BuiltinProvider {
     pub name: &'static str,
     /// What it does, in a few words.
     pub summary: &'static str,
+    /// Its route's label, known even where the route cannot be built (a
+    /// skipped CUDA route still names its row).
+    pub route_label: &'static str,
     route: fn() -> Result<Route, HarnessError>,
 }
 
@@ -52,9 +55,48 @@ impl BuiltinProvider {
                 Arc::new(SimPeer::new(from.clone(), to.clone()))
             }
             ("host", Endpoint::Host(_), Endpoint::Host(_)) => Arc::new(HostProvider::new()),
+            #[cfg(feature = "cuda")]
+            ("cuda-upload", Endpoint::Host(_), Endpoint::Cuda(device)) => Arc::new(
+                tenferro_transfer_harness::cuda::CudaUpload::new(device.clone()),
+            ),
+            #[cfg(feature = "cuda")]
+            ("cuda-download", Endpoint::Cuda(device), Endpoint::Host(_)) => Arc::new(
+                tenferro_transfer_harness::cuda::CudaDownload::new(device.clone()),
+            ),
             _ => return Err(wrong()),
         })
     }
+
+    /// The deliberately broken providers of this provider's own kind that
+    /// the self-test runs on `route`, besides the generic faults (for
+    /// `cuda-upload`: `cuda-early-return`).
+    pub fn native_broken(&self, route: &Route) -> Vec<NativeBroken> {
+        #[cfg(feature = "cuda")]
+        if let ("cuda-upload", Endpoint::Cuda(device)) = (self.name, route.destination()) {
+            return vec![NativeBroken {
+                name: "cuda-early-return",
+                expected: vec![Rule::Completion],
+                provider: Arc::new(tenferro_transfer_harness::cuda::CudaEarlyReturn::new(
+                    device.clone(),
+                )),
+            }];
+        }
+        // Only CUDA routes have broken providers of their own so far.
+        let _ = route;
+        Vec::new()
+    }
+}
+
+/// A deliberately broken provider that only makes sense on one kind of
+/// route (it breaks the contract through that device's own API).
+#[derive(Clone, Debug)]
+pub struct NativeBroken {
+    /// Name in the kill matrix.
+    pub name: &'static str,
+    /// Exactly the rules that must catch it, on every case.
+    pub expected: Vec<Rule>,
+    /// The provider.
+    pub provider: Arc<dyn TransferProvider>,
 }
 
 /// Every built-in provider, one per route: host to sim, sim to host, sim to
@@ -63,24 +105,56 @@ pub const BUILTIN_PROVIDERS: [BuiltinProvider; 4] = [
     BuiltinProvider {
         name: "sim-upload",
         summary: "host (tenferro-cpu) to a simulated device",
+        route_label: "host->sim0",
         route: Route::host_to_sim,
     },
     BuiltinProvider {
         name: "sim-download",
         summary: "a simulated device to host (tenferro-cpu)",
+        route_label: "sim0->host",
         route: Route::sim_to_host,
     },
     BuiltinProvider {
         name: "sim-peer",
         summary: "one simulated device to another",
+        route_label: "sim0->sim1",
         route: Route::sim_to_sim,
     },
     BuiltinProvider {
         name: "host",
         summary: "a host engine with its own allocation domain to plain host (tenferro-cpu)",
+        route_label: "host-src->host",
         route: Route::host_to_host,
     },
 ];
+
+/// The built-in CUDA providers, on CUDA device 0 through tenferro-gpu.
+/// Always listed: without the `cuda` feature, a driver or a device their
+/// routes return [`HarnessError::Unavailable`], and their cases are
+/// reported as skipped with that reason.
+pub const CUDA_PROVIDERS: [BuiltinProvider; 2] = [
+    BuiltinProvider {
+        name: "cuda-upload",
+        summary: "host (tenferro-cpu) to CUDA device 0 (tenferro-gpu upload, then synchronize)",
+        route_label: "host->cuda0",
+        route: Route::host_to_cuda,
+    },
+    BuiltinProvider {
+        name: "cuda-download",
+        summary: "CUDA device 0 to host (tenferro-gpu download)",
+        route_label: "cuda0->host",
+        route: Route::cuda_to_host,
+    },
+];
+
+/// Every built-in provider: the simulated and host ones, then the CUDA ones.
+pub fn all_builtin_providers() -> Vec<BuiltinProvider> {
+    BUILTIN_PROVIDERS
+        .iter()
+        .chain(&CUDA_PROVIDERS)
+        .copied()
+        .collect()
+}
 
 /// The built-in provider called `name`.
 ///
@@ -90,10 +164,12 @@ pub const BUILTIN_PROVIDERS: [BuiltinProvider; 4] = [
 /// use tenferro_transfer_conformance::builtin_provider;
 ///
 /// assert!(builtin_provider("sim-peer").is_some());
-/// assert!(builtin_provider("cuda-upload").is_none());
+/// assert!(builtin_provider("cuda-upload").is_some());
+/// assert!(builtin_provider("rocm-upload").is_none());
 /// ```
 pub fn builtin_provider(name: &str) -> Option<&'static BuiltinProvider> {
     BUILTIN_PROVIDERS
         .iter()
+        .chain(&CUDA_PROVIDERS)
         .find(|provider| provider.name == name)
 }

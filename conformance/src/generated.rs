@@ -292,10 +292,15 @@ pub fn run_generated(
     options: &GeneratedOptions,
 ) -> Result<GeneratedReport, HarnessError> {
     let route = provider.route()?;
+    // Views of CUDA memory are a known limit of tenferro-gpu's download.
+    let capabilities = Capabilities {
+        views: !route.source().is_cuda(),
+        ..Capabilities::all()
+    };
     let generation = generate(
         &route,
         provider_for(provider, &route, &options.inject)?,
-        &Capabilities::all(),
+        &capabilities,
         options,
     )?;
     let inject: String = options

@@ -18,6 +18,7 @@
 
 mod builtin;
 pub mod concurrency;
+pub mod fuzzing;
 pub mod generated;
 mod level;
 pub mod prelude;
@@ -29,7 +30,10 @@ mod shapes;
 mod suite;
 mod tests_macro;
 
-pub use builtin::{BUILTIN_PROVIDERS, BuiltinProvider, builtin_provider};
+pub use builtin::{
+    BUILTIN_PROVIDERS, BuiltinProvider, CUDA_PROVIDERS, NativeBroken, all_builtin_providers,
+    builtin_provider,
+};
 pub use level::{Level, UnknownLevel};
 pub use provider_suite::{BoxError, NO_SKIP_ENV, ProviderSuite, RuleVerdict};
 pub use report::{

@@ -12,7 +12,7 @@ use tenferro_transfer_conformance::harness::{Rule, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::progress::TerminalProgress;
 use tenferro_transfer_conformance::{
-    BUILTIN_PROVIDERS, BuiltinProvider, ReportFormat, SuiteOptions, builtin_provider,
+    BuiltinProvider, ReportFormat, SuiteOptions, all_builtin_providers, builtin_provider,
     run_fixed_suite_with_progress, selftest,
 };
 
@@ -43,7 +43,8 @@ struct Cli {
     /// NO_COLOR is unset or empty.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColourChoice::Auto, global = true)]
     color: ColourChoice,
-    /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host.
+    /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host,
+    /// cuda-upload, cuda-download.
     #[arg(long = "provider", value_name = "NAME", global = true)]
     providers: Vec<String>,
     /// Inject a fault into every provider of the suite run (repeatable), to
@@ -255,6 +256,9 @@ fn main() -> ExitCode {
             for provider in &providers {
                 match run_generated(provider, &options) {
                     Ok(report) => reports.push(report),
+                    Err(error) if error.is_skip() => {
+                        eprintln!("skip: {}: {error}", provider.name);
+                    }
                     Err(error) => {
                         eprintln!("error: {}: {error}", provider.name);
                         return ExitCode::from(2);
@@ -296,6 +300,9 @@ fn main() -> ExitCode {
                             out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
                         }
                     }
+                    Err(error) if error.is_skip() => {
+                        out.push_str(&format!("{}: skip: {error}\n", provider.name));
+                    }
                     Err(error) => {
                         failed = true;
                         out.push_str(&format!("{}: cannot replay: {error}\n", provider.name));
@@ -333,13 +340,13 @@ fn finish(text: Result<String, String>, code: u8) -> ExitCode {
 
 fn select(names: &[String]) -> Result<Vec<BuiltinProvider>, String> {
     if names.is_empty() {
-        return Ok(BUILTIN_PROVIDERS.to_vec());
+        return Ok(all_builtin_providers());
     }
     names
         .iter()
         .map(|name| {
             builtin_provider(name).copied().ok_or_else(|| {
-                let known: Vec<&str> = BUILTIN_PROVIDERS
+                let known: Vec<&str> = all_builtin_providers()
                     .iter()
                     .map(|provider| provider.name)
                     .collect();

@@ -17,7 +17,7 @@ use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Capabilities;
 use tenferro_transfer_harness::{
     CapabilityGate, Case, Endpoint, Filler, Judgement, Layout, Oracle, PlacementRule, Route, Rule,
-    StorageRule, Watchdog,
+    StorageRule, Violation, Watchdog,
 };
 
 use crate::{BuiltinProvider, fixed_shapes};
@@ -69,6 +69,11 @@ impl BrokenSpec {
     /// Whether the fault changes anything observable for `case` on `route`.
     pub fn applies(&self, case: &Case, route: &Route) -> bool {
         (self.applies)(case, route)
+    }
+
+    /// How `judgement` of an applicable case measures against this spec.
+    pub fn check(&self, judgement: &Judgement) -> CaseCheck {
+        CaseCheck::of(&self.expected, false, judgement)
     }
 }
 
@@ -321,6 +326,11 @@ impl DeviceFaultSpec {
     pub fn applies(&self, case: &Case, route: &Route) -> bool {
         (self.applies)(case, route)
     }
+
+    /// How `judgement` of an applicable case measures against this spec.
+    pub fn check(&self, judgement: &Judgement) -> CaseCheck {
+        CaseCheck::of(&self.expected, self.expects_error, judgement)
+    }
 }
 
 /// The device fault plans of the self-test: one per way a simulated device
@@ -384,6 +394,62 @@ pub fn device_faults() -> Vec<DeviceFaultSpec> {
     ]
 }
 
+/// One cell of the kill matrix: how a judged case measures against what a
+/// provider must show. The self-test tallies these; the fuzz target
+/// `transfer_contract` asserts them case by case.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::harness::{Judgement, Rule, Violation};
+/// use tenferro_transfer_conformance::selftest::CaseCheck;
+///
+/// let judgement = Judgement {
+///     violations: vec![Violation { rule: Rule::Values, message: "element 0 differs".into() }],
+///     ..Judgement::default()
+/// };
+/// assert!(CaseCheck::of(&[Rule::Values], false, &judgement).passed());
+/// assert_eq!(CaseCheck::of(&[], false, &judgement).false_alarms.len(), 1);
+/// assert_eq!(CaseCheck::of(&[Rule::Values, Rule::Dtype], false, &judgement).missed, vec![Rule::Dtype]);
+/// ```
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct CaseCheck {
+    /// Rules that had to fire and did not.
+    pub missed: Vec<Rule>,
+    /// Violations of rules that were not expected.
+    pub false_alarms: Vec<Violation>,
+    /// The case had to end in an expected error (a device failure passed on
+    /// as a typed `Err`) and did not.
+    pub missing_error: bool,
+}
+
+impl CaseCheck {
+    /// Measure `judgement` against exactly the `expected` rules, and, when
+    /// `expects_error`, an expected error.
+    pub fn of(expected: &[Rule], expects_error: bool, judgement: &Judgement) -> Self {
+        let fired = judgement.rules();
+        Self {
+            missed: expected
+                .iter()
+                .copied()
+                .filter(|rule| !fired.contains(rule))
+                .collect(),
+            false_alarms: judgement
+                .violations
+                .iter()
+                .filter(|violation| !expected.contains(&violation.rule))
+                .cloned()
+                .collect(),
+            missing_error: expects_error && judgement.expected_errors.is_empty(),
+        }
+    }
+
+    /// Whether the case showed exactly what it had to.
+    pub fn passed(&self) -> bool {
+        self.missed.is_empty() && self.false_alarms.is_empty() && !self.missing_error
+    }
+}
+
 /// One row of the kill matrix.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProviderRow {
@@ -406,6 +472,16 @@ pub struct ProviderRow {
     pub examples: Vec<String>,
 }
 
+/// A provider whose route cannot run here (no CUDA device, driver or
+/// feature): nothing of it ran, and it counts as skipped, never as a pass.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedProvider {
+    /// The built-in provider.
+    pub name: String,
+    /// Why its route cannot run.
+    pub reason: String,
+}
+
 /// The self-test's result.
 #[derive(Clone, Debug, Serialize)]
 pub struct SelfTestReport {
@@ -413,14 +489,19 @@ pub struct SelfTestReport {
     pub providers: Vec<ProviderRow>,
     /// Cases on which the oracle and the runtime disagreed.
     pub disagreements: usize,
+    /// Providers whose routes could not run here, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedProvider>,
 }
 
 impl SelfTestReport {
     /// Whether every broken provider was caught by exactly its rules on
     /// every applicable case, every reference provider was clean, and the
-    /// oracle never disagreed with the runtime.
+    /// oracle never disagreed with the runtime. A self-test where nothing
+    /// ran (every route skipped) has not passed.
     pub fn passed(&self) -> bool {
         self.disagreements == 0
+            && !self.providers.is_empty()
             && self
                 .providers
                 .iter()
@@ -483,6 +564,13 @@ impl SelfTestReport {
                 .collect::<Vec<_>>()
                 .join(" "),
         );
+        for skipped in &self.skipped {
+            let _ = write!(
+                out,
+                "\nskipped (not run, never a pass): {}: {}",
+                skipped.name, skipped.reason
+            );
+        }
         let _ = writeln!(
             out,
             "\ndisagreements with the runtime: {}",
@@ -537,11 +625,11 @@ impl Tally {
     }
 
     fn record(&mut self, plan: &Exercise<'_>, judgement: &Judgement, context: &str) -> bool {
-        let expected = plan.expected;
+        let check = CaseCheck::of(plan.expected, plan.expects_error, judgement);
         self.cases += 1;
         if !judgement.expected_errors.is_empty() {
             self.expected_errors += 1;
-        } else if plan.expects_error {
+        } else if check.missing_error {
             self.missed += 1;
             if self.examples.len() < 3 {
                 self.examples.push(format!(
@@ -549,36 +637,25 @@ impl Tally {
                 ));
             }
         }
-        let fired = judgement.rules();
-        self.caught.extend(fired.iter().copied());
-        let missed: Vec<Rule> = expected
-            .iter()
-            .copied()
-            .filter(|rule| !fired.contains(rule))
-            .collect();
-        let extra: Vec<&tenferro_transfer_harness::Violation> = judgement
-            .violations
-            .iter()
-            .filter(|violation| !expected.contains(&violation.rule))
-            .collect();
-        if !missed.is_empty() {
+        self.caught.extend(judgement.rules());
+        if !check.missed.is_empty() {
             self.missed += 1;
             if self.examples.len() < 3 {
-                let names: Vec<&str> = missed.iter().map(|rule| rule.id()).collect();
+                let names: Vec<&str> = check.missed.iter().map(|rule| rule.id()).collect();
                 self.examples
                     .push(format!("missed {} on {context}", names.join(", ")));
             }
         }
-        if !extra.is_empty() {
+        if let Some(extra) = check.false_alarms.first() {
             self.false_alarms += 1;
             if self.examples.len() < 3 {
                 self.examples.push(format!(
                     "false alarm {}: {} on {context}",
-                    extra[0].rule, extra[0].message
+                    extra.rule, extra.message
                 ));
             }
         }
-        fired.contains(&Rule::RuntimeAgreement)
+        judgement.rules().contains(&Rule::RuntimeAgreement)
     }
 
     fn row(self, name: String, expected: Vec<Rule>) -> ProviderRow {
@@ -605,8 +682,9 @@ struct Exercise<'a> {
     expects_error: bool,
 }
 
-/// Install `plan` on every simulated endpoint of `route`.
-fn install(route: &Route, plan: &FaultPlan) {
+/// Install `plan` on every simulated endpoint of `route` (an empty plan
+/// removes the faults).
+pub fn install(route: &Route, plan: &FaultPlan) {
     for endpoint in [route.source(), route.destination()] {
         if let Endpoint::Sim(device) = endpoint {
             device.install_faults(plan.clone());
@@ -655,6 +733,9 @@ fn exercise(
                         *disagreements += 1;
                     }
                 }
+                // A case outside the route's known limits (a view of CUDA
+                // memory) is not run, so it is neither caught nor missed.
+                Err(error) if error.is_skip() => {}
                 Err(error) => {
                     tally.could_not_run(format!("could not run {context}: {error}"));
                 }
@@ -776,13 +857,47 @@ fn exercise_outside(
 pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     let mut disagreements = 0;
     let mut rows = Vec::new();
-    let routes: Vec<(BuiltinProvider, Route)> = providers
+    let mut skipped = Vec::new();
+    let mut routes: Vec<(BuiltinProvider, Route)> = Vec::new();
+    for provider in providers {
+        match provider.route() {
+            Ok(route) => routes.push((*provider, route)),
+            Err(error) if error.is_skip() => skipped.push(SkippedProvider {
+                name: provider.name.to_owned(),
+                reason: error.to_string(),
+            }),
+            // A route that cannot be built (CUDA required but absent, a
+            // device that fails to open) is a failing row with no cases.
+            Err(error) => rows.push(
+                Tally {
+                    examples: vec![format!("route could not be built: {error}")],
+                    ..Tally::default()
+                }
+                .row(format!("reference:{}", provider.name), Vec::new()),
+            ),
+        }
+    }
+    // The generic faults rewrite simulated or host memory; a CUDA route
+    // meets its own broken providers (`native_broken`) instead.
+    let generic: Vec<&(BuiltinProvider, Route)> = routes
         .iter()
-        .filter_map(|provider| provider.route().ok().map(|route| (*provider, route)))
+        .filter(|(_, route)| !route.source().is_cuda() && !route.destination().is_cuda())
         .collect();
-    for spec in catalogue() {
+    // Without a route to break, a catalogue row would only say "never
+    // applied"; the skip list says why instead.
+    let catalogue = if generic.is_empty() {
+        Vec::new()
+    } else {
+        catalogue()
+    };
+    let device_faults = if generic.is_empty() {
+        Vec::new()
+    } else {
+        device_faults()
+    };
+    for spec in catalogue {
         let mut tally = Tally::default();
-        for (provider, route) in &routes {
+        for (provider, route) in generic.iter().copied() {
             let Ok(inner) = provider.provider(route) else {
                 continue;
             };
@@ -798,9 +913,9 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
         }
         rows.push(tally.row(spec.name(), spec.expected.clone()));
     }
-    for spec in device_faults() {
+    for spec in device_faults {
         let mut tally = Tally::default();
-        for (provider, route) in &routes {
+        for (provider, route) in generic.iter().copied() {
             let Ok(inner) = provider.provider(route) else {
                 continue;
             };
@@ -832,6 +947,26 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
         rows.push(tally.row(format!("honesty:{}", spec.name), spec.expected.clone()));
     }
     for (provider, route) in &routes {
+        for native in provider.native_broken(route) {
+            let mut tally = Tally::default();
+            let plan = Exercise {
+                expected: &native.expected,
+                applies: &always,
+                deadline: SELFTEST_DEADLINE,
+                plan: None,
+                expects_error: false,
+            };
+            exercise(
+                route,
+                native.provider,
+                &plan,
+                &mut tally,
+                &mut disagreements,
+            );
+            rows.push(tally.row(native.name.to_owned(), native.expected.clone()));
+        }
+    }
+    for (provider, route) in &routes {
         let mut tally = Tally::default();
         match provider.provider(route) {
             Ok(inner) => {
@@ -851,5 +986,6 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     SelfTestReport {
         providers: rows,
         disagreements,
+        skipped,
     }
 }

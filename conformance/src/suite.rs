@@ -113,7 +113,9 @@ pub fn run_fixed_suite_with_progress(
             format!("{}[{injected}]", provider.name)
         };
         let route = provider.route();
-        let route_label = route.as_ref().map_or_else(|_| "?".to_owned(), Route::label);
+        let route_label = route
+            .as_ref()
+            .map_or_else(|_| provider.route_label.to_owned(), Route::label);
         let mut rig = route
             .as_ref()
             .map_err(ToString::to_string)
@@ -130,7 +132,7 @@ pub fn run_fixed_suite_with_progress(
                     route: route_label.clone(),
                     dtype: format!("{dtype:?}"),
                     shape: shape.shape.clone(),
-                    layout: String::new(),
+                    layout: shape.layout.label(),
                 };
                 let row = match (&mut rig, &route) {
                     (Ok(rig), Ok(route)) => {
@@ -149,6 +151,9 @@ pub fn run_fixed_suite_with_progress(
                                         });
                                         CaseResult::judged(head, judgement)
                                     }
+                                    Err(HarnessError::Unavailable { reason }) => {
+                                        CaseResult::skipped(head, reason)
+                                    }
                                     Err(error) => {
                                         CaseResult::setup_failure(head, error.to_string())
                                     }
@@ -156,6 +161,9 @@ pub fn run_fixed_suite_with_progress(
                             }
                             Err(error) => CaseResult::setup_failure(head, error.to_string()),
                         }
+                    }
+                    (_, Err(HarnessError::Unavailable { reason })) => {
+                        CaseResult::skipped(head, reason.clone())
                     }
                     (Err(error), _) => CaseResult::setup_failure(head, error.clone()),
                     (_, Err(error)) => CaseResult::setup_failure(head, error.to_string()),

@@ -26,8 +26,18 @@ fn the_main_job_reports_every_route_and_dtype_passing() {
     );
     let report = json(&output);
     assert_eq!(report["summary"]["failed"], 0);
-    assert_eq!(report["summary"]["skipped"], 0);
     let results = report["results"].as_array().unwrap();
+    // Only CUDA rows may be skipped (no GPU, or views of CUDA memory), and
+    // each says why.
+    let skipped: Vec<&Value> = results
+        .iter()
+        .filter(|row| row["verdict"] == "skip")
+        .collect();
+    assert_eq!(report["summary"]["skipped"], skipped.len());
+    assert!(skipped.iter().all(|row| {
+        row["provider"].as_str().unwrap().starts_with("cuda-")
+            && !row["skip_reason"].as_str().unwrap().is_empty()
+    }));
     for route in ["host->sim0", "sim0->host", "sim0->sim1", "host-src->host"] {
         for dtype in ["F32", "F64", "I32", "I64", "Bool", "C32", "C64"] {
             let rows: Vec<&Value> = results
@@ -92,11 +102,13 @@ fn unknown_flags_providers_and_faults_are_rejected_clearly() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--no-such-flag"));
 
-    let output = cli(&["--provider", "cuda-upload"]);
+    let output = cli(&["--provider", "rocm-upload"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("unknown provider `cuda-upload`") && stderr.contains("sim-upload"),
+        stderr.contains("unknown provider `rocm-upload`")
+            && stderr.contains("sim-upload")
+            && stderr.contains("cuda-upload"),
         "{stderr}"
     );
 
@@ -283,4 +295,39 @@ fn help_documents_the_exit_codes_and_formats() {
     ] {
         assert!(help.contains(text), "{text}:\n{help}");
     }
+}
+
+#[test]
+fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
+    let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
+        return; // a usable GPU: tests/cuda.rs runs the real thing
+    };
+    let args = ["--provider", "cuda-upload", "--provider", "cuda-download"];
+    let skipping = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .args(args)
+        .env_remove("TRANSFER_CONFORMANCE_REQUIRE_CUDA")
+        .output()
+        .unwrap();
+    assert_eq!(skipping.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&skipping.stdout);
+    assert!(
+        table.contains("host->cuda0") || table.contains("cuda-upload"),
+        "{table}"
+    );
+    assert!(table.contains("skip"), "{table}");
+    assert!(table.contains(&format!("skipped: {reason}")), "{table}");
+    assert!(table.contains("0 passed, 0 failed"), "{table}");
+
+    let required = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .args(args)
+        .env("TRANSFER_CONFORMANCE_REQUIRE_CUDA", "1")
+        .output()
+        .unwrap();
+    assert_eq!(required.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&required.stdout);
+    assert!(
+        table.contains("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1, but"),
+        "{table}"
+    );
+    assert!(table.contains("0 skipped"), "{table}");
 }

@@ -126,3 +126,14 @@ fn every_rule_the_builtin_routes_can_break_has_a_broken_provider() {
         assert!(covered.contains(&rule), "no broken provider for {rule}");
     }
 }
+
+#[test]
+fn every_builtin_route_label_is_the_label_of_its_route() {
+    for provider in tenferro_transfer_conformance::all_builtin_providers() {
+        match provider.route() {
+            Ok(route) => assert_eq!(provider.route_label, route.label(), "{}", provider.name),
+            // A CUDA route that cannot be built here keeps its stated label.
+            Err(error) => assert!(provider.name.starts_with("cuda-"), "{error}"),
+        }
+    }
+}

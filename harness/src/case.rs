@@ -331,7 +331,15 @@ impl Case {
     /// A short description of the layout for reports, e.g. `owned` or
     /// `view(backing=[5, 4], strides=[-2, 5], offset=4)`.
     pub fn layout_label(&self) -> String {
-        match &self.layout {
+        self.layout.label()
+    }
+}
+
+impl Layout {
+    /// A short description for reports, e.g. `owned` or
+    /// `view(backing=[7, 6], first=[1, 5], step=[2, -2])`.
+    pub fn label(&self) -> String {
+        match self {
             Layout::Owned => "owned".to_owned(),
             Layout::View(spec) => {
                 let steps: Vec<isize> = spec.axes.iter().map(|axis| axis.step).collect();

@@ -61,6 +61,10 @@ impl Endpoint {
     /// assert_eq!(endpoint.completion_state(&tensor), CompletionState::Complete);
     /// ```
     pub fn completion_state(&self, tensor: &Tensor) -> CompletionState {
+        #[cfg(feature = "cuda")]
+        if let Self::Cuda(device) = self {
+            return device.completion_state(tensor);
+        }
         let storage = with_element!(tensor.dtype(), T => sim_storage_of::<T>(tensor).map(|storage| storage.completion()),
             external => None);
         match storage {
@@ -92,6 +96,21 @@ impl Endpoint {
         match self {
             Self::Sim(device) => Some(device.ledger()),
             Self::Host(host) => host.domain().map(|domain| domain.ledger()),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(_) => None,
+        }
+    }
+
+    /// The byte image of `tensor` read through the device, for memory the
+    /// Spy cannot map (CUDA); `None` where `map_read` is the way.
+    pub(crate) fn device_image(&self, tensor: &Tensor) -> Option<Result<Vec<u8>, String>> {
+        match self {
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => device.image(tensor),
+            _ => {
+                let _ = tensor;
+                None
+            }
         }
     }
 }

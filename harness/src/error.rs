@@ -49,6 +49,31 @@ pub enum HarnessError {
         /// Its source chain.
         chain: Vec<String>,
     },
+    /// The route cannot run here, and that is a skip, never a pass: no
+    /// CUDA device, no driver, built without the `cuda` feature, or a case
+    /// outside a route's known limits.
+    #[error("not run here: {reason}")]
+    Unavailable {
+        /// Why not.
+        reason: String,
+    },
+    /// CUDA cannot run here, and `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`
+    /// demands it: a failure.
+    #[error("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1, but {reason}")]
+    CudaRequired {
+        /// Why CUDA cannot run.
+        reason: String,
+    },
+    /// A CUDA endpoint could not be set up.
+    #[cfg(feature = "cuda")]
+    #[error("{context}")]
+    Cuda {
+        /// What was being done.
+        context: String,
+        /// What failed.
+        #[source]
+        source: Box<crate::cuda::CudaError>,
+    },
     /// Another runtime failure outside the provider.
     #[error("{context}: {message}")]
     Runtime {
@@ -60,6 +85,12 @@ pub enum HarnessError {
 }
 
 impl HarnessError {
+    /// Whether this error is a skip ([`HarnessError::Unavailable`]) rather
+    /// than a failure.
+    pub fn is_skip(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
+
     pub(crate) fn config(context: impl Into<String>, source: RuntimeConfigError) -> Self {
         Self::Config {
             context: context.into(),

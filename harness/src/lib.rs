@@ -22,9 +22,14 @@
 //! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 //! ```
 
+#[cfg(feature = "arbitrary")]
+mod arbitrary_impls;
 mod case;
 mod completion;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
+mod gate;
 mod honesty;
 mod host;
 mod oracle;
@@ -37,9 +42,15 @@ mod stage;
 pub mod strategy;
 mod watchdog;
 
+#[cfg(feature = "arbitrary")]
+pub use arbitrary_impls::FUZZ_PROFILE;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
 pub use error::HarnessError;
+pub use gate::{
+    REQUIRE_CUDA_ENV, announce_skip, cuda_gate, cuda_required, cuda_unavailable_reason,
+    route_or_skip,
+};
 pub use honesty::{CapabilityGate, MAX_EXCEEDED_ELEMENTS, OutsideCase};
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
 pub use oracle::{Judgement, Oracle, Unchecked, Violation};

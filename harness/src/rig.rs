@@ -24,6 +24,12 @@ use crate::{
 /// layout, so cases that agree on all three share one.
 type Signature = (DType, Vec<usize>, Layout);
 
+/// The most programs and plans a rig keeps. Generated cases rarely repeat
+/// a signature, and each plan holds the runtime's specialisation of it, so
+/// an unbounded cache grows with every case of a long run; past this many
+/// both caches start again.
+const CACHE_LIMIT: usize = 256;
+
 /// Runs cases on one route through a real runtime around one provider.
 ///
 /// The source engine has no capabilities and the destination refuses the
@@ -111,8 +117,8 @@ impl Rig {
         };
         let event_domains = (domain(route.source())?, domain(route.destination())?);
         Ok(Self {
-            source: route.source().engine(),
-            destination: route.destination().engine(),
+            source: route.source().engine()?,
+            destination: route.destination().engine()?,
             route,
             runtime,
             spy,
@@ -168,7 +174,7 @@ impl Rig {
         let endpoints = [self.route.source(), self.route.destination()];
         if endpoints.iter().all(|endpoint| endpoint.ledger().is_none()) {
             return LeakCheck::Unchecked(
-                "neither endpoint keeps an allocation ledger (plain host memory)".to_owned(),
+                "neither endpoint keeps an allocation ledger (plain host memory, CUDA)".to_owned(),
             );
         }
         let me = std::thread::current().id();
@@ -205,6 +211,12 @@ impl Rig {
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
         let signature: Signature = (case.dtype(), case.shape().to_vec(), case.layout().clone());
         let program_key = (case.dtype(), case.shape().to_vec());
+        if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(&signature) {
+            self.prepared.clear();
+        }
+        if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(&program_key) {
+            self.programs.clear();
+        }
         if !self.programs.contains_key(&program_key) {
             let program = identity_program(case.dtype(), case.shape())?;
             self.programs.insert(program_key.clone(), program);

@@ -50,6 +50,9 @@ pub enum Endpoint {
     Host(HostEndpoint),
     /// A simulated device.
     Sim(SimDevice),
+    /// A real CUDA device through tenferro-gpu (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Cuda(crate::cuda::CudaEndpoint),
 }
 
 /// Which memory a correct transfer's output must sit in, stated
@@ -172,6 +175,8 @@ impl Endpoint {
         match self {
             Self::Host(host) => &host.name,
             Self::Sim(device) => device.name(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => device.name(),
         }
     }
 
@@ -180,6 +185,8 @@ impl Endpoint {
         match self {
             Self::Host(host) => &host.engine_id,
             Self::Sim(device) => device.engine_id(),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => device.engine_id(),
         }
     }
 
@@ -193,6 +200,8 @@ impl Endpoint {
             Self::Host(_) => StorageClass::new(CPU_STORAGE_CLASS)
                 .map_err(|error| HarnessError::config("host storage class", error.into())),
             Self::Sim(device) => Ok(device.storage_class().clone()),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => Ok(device.storage_class().clone()),
         }
     }
 
@@ -216,6 +225,8 @@ impl Endpoint {
                 domain: Some(_), ..
             }) => PlacementRule::Managed,
             Self::Sim(device) => PlacementRule::Device(device.device_id()),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => device.placement_rule(),
         }
     }
 
@@ -234,12 +245,19 @@ impl Endpoint {
                 family: SIM_FAMILY,
                 domain: device.allocation_domain(),
             },
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => device.storage_rule(),
         }
     }
 
-    /// A fresh engine for this endpoint.
-    pub fn engine(&self) -> Box<dyn ExecutionEngine> {
-        match self {
+    /// A fresh engine for this endpoint (for CUDA: the engine the last
+    /// [`Endpoint::registration`] registered).
+    ///
+    /// # Errors
+    ///
+    /// A CUDA engine that cannot be opened.
+    pub fn engine(&self) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        Ok(match self {
             Self::Host(host) => {
                 let engine = CpuEngine::serial().with_runtime_engine_id(host.engine_id.clone());
                 Box::new(match &host.domain {
@@ -248,6 +266,20 @@ impl Endpoint {
                 })
             }
             Self::Sim(device) => Box::new(device.engine()),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => Box::new(device.take_engine()?),
+        })
+    }
+
+    /// Whether this endpoint is a real CUDA device.
+    pub fn is_cuda(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        {
+            matches!(self, Self::Cuda(_))
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            false
         }
     }
 
@@ -266,6 +298,8 @@ impl Endpoint {
         let config = |source: RuntimeConfigError| HarnessError::config(context.clone(), source);
         match self {
             Self::Sim(device) => device.registration(role).map_err(config),
+            #[cfg(feature = "cuda")]
+            Self::Cuda(device) => device.registration(role),
             Self::Host(host) => {
                 let engine = CpuEngine::serial().with_runtime_engine_id(host.engine_id.clone());
                 if role == EngineRole::Destination && host.domain.is_none() {
@@ -302,7 +336,7 @@ impl Endpoint {
                 assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
                     metadata,
                     ExecutionContextIdentity::of::<CpuEngine>(),
-                    host_ingress(storage, self.placement_rule(), self.storage_rule()),
+                    declared_ingress(storage, self.placement_rule(), self.storage_rule()),
                 ))
                 .map_err(config)
             }
@@ -310,9 +344,10 @@ impl Endpoint {
     }
 }
 
-/// Ingress of a harness-assembled host engine: host placement, and the
-/// endpoint's storage rule for signature, runtime input and residency.
-fn host_ingress(
+/// Ingress of a harness-assembled engine (host, or a CUDA source): the
+/// endpoint's placement rule, and its storage rule for signature, runtime
+/// input and residency.
+pub(crate) fn declared_ingress(
     storage: StorageClass,
     placement: PlacementRule,
     rule: StorageRule,

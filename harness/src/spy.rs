@@ -115,8 +115,11 @@ impl ReturnedTensor {
             },
         };
         let read = TensorRead::from_tensor(tensor);
-        let (buffer_len, bytes) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor),
+        let (buffer_len, mapped) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor),
             external => (0, Err("external dtypes have no byte image".to_owned())));
+        let bytes = destination
+            .and_then(|endpoint| endpoint.device_image(tensor))
+            .unwrap_or(mapped);
         Self {
             dtype: tensor.dtype(),
             shape: tensor.shape().to_vec(),

@@ -72,6 +72,22 @@ fn stage_typed<T: Element + Filler, R>(
                 .map_err(stage)?;
             carve_tensor::<T, R>(&tensor, spec, f)
         }
+        #[cfg(feature = "cuda")]
+        (Endpoint::Cuda(device), Layout::Owned) => {
+            let host = Tensor::from_vec_col_major(case.shape().to_vec(), case.typed_values::<T>())
+                .map_err(stage)?;
+            let tensor = device
+                .stage(&host)
+                .map_err(|source| HarnessError::Cuda {
+                    context: format!("staging the input on {}", device.name()),
+                    source: Box::new(source),
+                })?;
+            Ok(f(TensorRead::from_tensor(&tensor)))
+        }
+        #[cfg(feature = "cuda")]
+        (Endpoint::Cuda(_), Layout::View(_)) => Err(HarnessError::Unavailable {
+            reason: "strided views of CUDA memory are not staged: tenferro-gpu 0.9 downloads owned device tensors only (a known limit)".to_owned(),
+        }),
     }
 }
 

@@ -256,6 +256,19 @@ fn seeded_values(dtype: DType, count: usize, seed: u64, specials: u8) -> Vec<u8>
     out
 }
 
+/// The highest rank drawn.
+pub(crate) const MAX_RANK: usize = 6;
+
+/// The largest dimension of the common, small shapes.
+pub(crate) const SMALL_DIMENSION: usize = 8;
+
+/// The most elements a common, small shape holds.
+pub(crate) const SMALL_ELEMENTS: usize = 64;
+
+/// The small primes a dimension is often drawn from: odd extents catch
+/// off-by-one and alignment bugs.
+pub(crate) const SMALL_PRIMES: [usize; 6] = [2, 3, 5, 7, 11, 13];
+
 /// One dimension: zero and one, small primes, and anything up to `max`.
 /// The small arms come first because proptest shrinks a union towards its
 /// earlier arms.
@@ -263,14 +276,14 @@ fn dimension(max: usize) -> impl Strategy<Value = usize> {
     prop_oneof![
         1 => Just(0_usize),
         2 => Just(1_usize),
-        2 => prop::sample::select(vec![2_usize, 3, 5, 7, 11, 13]),
+        2 => prop::sample::select(SMALL_PRIMES.to_vec()),
         3 => 1..=max.max(1),
     ]
 }
 
 /// The element count of `shape` with zero extents counted as one: what
 /// bounds the size of a view's backing even when the view is empty.
-fn footprint(shape: &[usize]) -> Option<usize> {
+pub(crate) fn footprint(shape: &[usize]) -> Option<usize> {
     shape
         .iter()
         .try_fold(1_usize, |count, &extent| count.checked_mul(extent.max(1)))
@@ -278,7 +291,7 @@ fn footprint(shape: &[usize]) -> Option<usize> {
 
 /// Shrink a shape until its footprint is at most `max` elements, halving
 /// its largest dimension; a deterministic map, so shrinking still works.
-fn fit(mut shape: Vec<usize>, max: usize) -> Vec<usize> {
+pub(crate) fn fit(mut shape: Vec<usize>, max: usize) -> Vec<usize> {
     while footprint(&shape).is_none_or(|count| count > max) {
         if let Some(largest) = shape.iter_mut().max() {
             *largest /= 2;
@@ -291,9 +304,9 @@ fn fit(mut shape: Vec<usize>, max: usize) -> Vec<usize> {
 /// small, some reach the limit.
 pub fn shape(max_elements: usize) -> impl Strategy<Value = Vec<usize>> {
     let large = max_elements.max(1);
-    let small = large.min(64);
+    let small = large.min(SMALL_ELEMENTS);
     prop_oneof![
-        9 => (0_usize..=6).prop_flat_map(move |rank| prop::collection::vec(dimension(8), rank)).prop_map(move |shape| fit(shape, small)),
+        9 => (0_usize..=MAX_RANK).prop_flat_map(move |rank| prop::collection::vec(dimension(SMALL_DIMENSION), rank)).prop_map(move |shape| fit(shape, small)),
         1 => (1_usize..=3).prop_flat_map(move |rank| prop::collection::vec(dimension(large), rank)).prop_map(move |shape| fit(shape, large)),
     ]
 }
@@ -302,10 +315,10 @@ pub fn shape(max_elements: usize) -> impl Strategy<Value = Vec<usize>> {
 /// (mostly one, sometimes larger or negative) and padding before and after,
 /// which makes offsets.
 #[derive(Clone, Debug)]
-struct AxisCut {
-    step: isize,
-    before: usize,
-    after: usize,
+pub(crate) struct AxisCut {
+    pub(crate) step: isize,
+    pub(crate) before: usize,
+    pub(crate) after: usize,
 }
 
 fn axis_cut() -> impl Strategy<Value = AxisCut> {
@@ -373,8 +386,8 @@ pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Re
         .map(|dtype| format!("{dtype:?}"))
         .collect();
     let view_choice = prop_oneof![3 => Just(false), 2 => Just(true)];
-    let cuts = prop::collection::vec(axis_cut(), 6);
-    let keys = prop::collection::vec(any::<u8>(), 6);
+    let cuts = prop::collection::vec(axis_cut(), MAX_RANK);
+    let keys = prop::collection::vec(any::<u8>(), MAX_RANK);
     // Seed and density first: proptest shrinks a tuple left to right, and
     // plain values make the shrunk case easiest to read.
     (
@@ -389,26 +402,69 @@ pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Re
     )
         .prop_map(
             move |(seed, specials, dtype, sliced, view, cuts, permuted, keys)| {
-                // Views of large tensors would need backings many times their size.
-                let view =
-                    view && views && footprint(&sliced).is_some_and(|count| count <= 1 << 14);
-                let layout = if view {
-                    view_of(&sliced, &cuts, permuted, &keys)
-                } else {
-                    Layout::Owned
-                };
-                let shape = match &layout {
-                    Layout::View(spec) => spec.shape(),
-                    Layout::Owned => sliced,
-                };
-                Recipe {
-                    dtype,
-                    shape,
-                    layout,
+                RecipeParts {
                     seed,
                     specials,
+                    dtype,
+                    sliced,
+                    view,
+                    cuts,
+                    permuted,
+                    keys,
                 }
+                .assemble(views)
             },
         )
         .boxed()
+}
+
+/// The independently drawn parts of a [`Recipe`], before they are combined.
+/// The proptest strategy above and the `arbitrary` decoder
+/// (`crate::arbitrary_impls`) both draw these and combine them here, so
+/// they describe one space of cases.
+pub(crate) struct RecipeParts {
+    pub(crate) seed: u64,
+    pub(crate) specials: u8,
+    pub(crate) dtype: String,
+    /// The shape before a view's axes are permuted.
+    pub(crate) sliced: Vec<usize>,
+    /// Whether to cut a view (honoured only for small enough footprints).
+    pub(crate) view: bool,
+    /// One cut per axis (at least as many as axes).
+    pub(crate) cuts: Vec<AxisCut>,
+    pub(crate) permuted: bool,
+    /// Permutation sort keys, one per axis (at least as many as axes).
+    pub(crate) keys: Vec<u8>,
+}
+
+/// The largest footprint of a tensor that is drawn as a view: a view's
+/// backing is several times its size.
+pub(crate) const MAX_VIEW_FOOTPRINT: usize = 1 << 14;
+
+impl RecipeParts {
+    /// The recipe; a view only where `views` allows and the footprint is
+    /// at most [`MAX_VIEW_FOOTPRINT`].
+    pub(crate) fn assemble(self, views: bool) -> Recipe {
+        let view = self.view
+            && views
+            && self.cuts.len() >= self.sliced.len()
+            && self.keys.len() >= self.sliced.len()
+            && footprint(&self.sliced).is_some_and(|count| count <= MAX_VIEW_FOOTPRINT);
+        let layout = if view {
+            view_of(&self.sliced, &self.cuts, self.permuted, &self.keys)
+        } else {
+            Layout::Owned
+        };
+        let shape = match &layout {
+            Layout::View(spec) => spec.shape(),
+            Layout::Owned => self.sliced,
+        };
+        Recipe {
+            dtype: self.dtype,
+            shape,
+            layout,
+            seed: self.seed,
+            specials: self.specials,
+        }
+    }
 }

@@ -394,6 +394,28 @@ impl SimDevice {
         Ok(self.storage(data))
     }
 
+    /// Allocate device memory for `len` elements, as the fault plan allows,
+    /// without filling it: a queued copy fills it when it lands (poison
+    /// where the copy does not reach), and until then nobody can read it.
+    pub(crate) fn allocate_for_copy<T: Element>(
+        &self,
+        len: usize,
+    ) -> Result<(SimStorage<T>, Arc<Memory<T>>), DeviceError> {
+        self.identity
+            .core
+            .begin_allocation(self.name(), len * std::mem::size_of::<T>())?;
+        let memory = Memory::new(Vec::new());
+        let storage = SimStorage::over_len(
+            Arc::clone(&memory),
+            len,
+            SIM_FAMILY,
+            self.allocation_domain(),
+            Arc::clone(self.ledger()),
+            Some(self.clone()),
+        );
+        Ok((storage, memory))
+    }
+
     /// Command queue `index` of this device (queues are created on first
     /// use; copies on one queue complete in order).
     pub fn stream(&self, index: usize) -> SimStream {

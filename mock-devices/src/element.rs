@@ -43,6 +43,69 @@ pub trait Element: TensorScalar + Copy + Debug + Send + Sync + 'static {
     fn erase_view(view: TypedTensorView<'_, Self>) -> TensorView<'_>;
 }
 
+/// The little-endian image of plain numbers (and complex pairs of them,
+/// real part first): on a little-endian machine their memory is that
+/// image, so one slice copy does; elsewhere each element is byte-swapped.
+fn extend_pod_bytes<T: bytemuck::Pod + ToLe>(values: &[T], out: &mut Vec<u8>) {
+    if cfg!(target_endian = "little") {
+        out.extend_from_slice(bytemuck::cast_slice(values));
+    } else {
+        out.reserve(std::mem::size_of_val(values));
+        for value in values {
+            out.extend_from_slice(bytemuck::bytes_of(&value.to_le()));
+        }
+    }
+}
+
+/// Decode a little-endian image (a trailing partial element is ignored);
+/// the bytes need not be aligned for `T`.
+fn pod_from_bytes<T: bytemuck::Pod + ToLe>(bytes: &[u8]) -> Vec<T> {
+    let whole = bytes.len() - bytes.len() % std::mem::size_of::<T>();
+    let mut values = vec![T::zeroed(); whole / std::mem::size_of::<T>()];
+    bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(&bytes[..whole]);
+    if cfg!(target_endian = "big") {
+        for value in &mut values {
+            *value = value.to_le();
+        }
+    }
+    values
+}
+
+/// Swap a value between native and little-endian byte order (a no-op on
+/// little-endian machines; its own inverse).
+trait ToLe: Copy {
+    fn to_le(self) -> Self;
+}
+
+macro_rules! to_le_bits {
+    ($($ty:ty => $bits:ty),*) => {$(
+        impl ToLe for $ty {
+            fn to_le(self) -> Self {
+                <$ty>::from_bits(<$bits>::to_le(self.to_bits()))
+            }
+        }
+    )*};
+}
+to_le_bits!(f32 => u32, f64 => u64);
+
+impl ToLe for i32 {
+    fn to_le(self) -> Self {
+        i32::to_le(self)
+    }
+}
+
+impl ToLe for i64 {
+    fn to_le(self) -> Self {
+        i64::to_le(self)
+    }
+}
+
+impl<T: ToLe> ToLe for Complex<T> {
+    fn to_le(self) -> Self {
+        Complex::new(self.re.to_le(), self.im.to_le())
+    }
+}
+
 macro_rules! primitive_element {
     ($ty:ty, $dtype:ident, $width:expr, $poison:expr) => {
         impl Element for $ty {
@@ -51,21 +114,11 @@ macro_rules! primitive_element {
             const POISON: Self = $poison;
 
             fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
-                out.reserve(values.len() * $width);
-                for value in values {
-                    out.extend_from_slice(&value.to_le_bytes());
-                }
+                extend_pod_bytes(values, out);
             }
 
             fn from_bytes(bytes: &[u8]) -> Vec<Self> {
-                bytes
-                    .chunks_exact($width)
-                    .map(|chunk| {
-                        let mut image = [0_u8; $width];
-                        image.copy_from_slice(chunk);
-                        <$ty>::from_le_bytes(image)
-                    })
-                    .collect()
+                pod_from_bytes(bytes)
             }
 
             fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {
@@ -120,24 +173,11 @@ macro_rules! complex_element {
             const POISON: Self = Complex::new(<$part>::POISON, <$part>::POISON);
 
             fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
-                out.reserve(values.len() * 2 * $half);
-                for value in values {
-                    out.extend_from_slice(&value.re.to_le_bytes());
-                    out.extend_from_slice(&value.im.to_le_bytes());
-                }
+                extend_pod_bytes(values, out);
             }
 
             fn from_bytes(bytes: &[u8]) -> Vec<Self> {
-                bytes
-                    .chunks_exact(2 * $half)
-                    .map(|chunk| {
-                        let mut re = [0_u8; $half];
-                        let mut im = [0_u8; $half];
-                        re.copy_from_slice(&chunk[..$half]);
-                        im.copy_from_slice(&chunk[$half..]);
-                        Complex::new(<$part>::from_le_bytes(re), <$part>::from_le_bytes(im))
-                    })
-                    .collect()
+                pod_from_bytes(bytes)
             }
 
             fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {

@@ -126,6 +126,12 @@ impl FaultPlan {
         *self == Self::default()
     }
 
+    /// Whether a copy may never complete under this plan, so a case that
+    /// meets it needs a short deadline.
+    pub fn stalls(&self) -> bool {
+        self.never_complete.is_some()
+    }
+
     /// Whether a provider that meets this plan should fail with an `Err`
     /// (the device reports an error it must pass on).
     pub fn fails_loudly(&self) -> bool {

@@ -17,6 +17,8 @@
 //! assert_eq!(values[2].to_bits(), (-0.0_f32).to_bits());
 //! ```
 
+#[cfg(feature = "arbitrary")]
+mod arbitrary_impls;
 mod device;
 mod element;
 mod engine;
@@ -32,6 +34,8 @@ mod storage;
 mod stream;
 pub mod trace;
 
+#[cfg(feature = "arbitrary")]
+pub use arbitrary_impls::MAX_FUZZ_SPIKE;
 pub use device::{SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use engine::SimEngine;

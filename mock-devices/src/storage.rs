@@ -126,6 +126,19 @@ impl<T> SimStorage<T> {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .len();
+        Self::over_len(memory, len, family, domain, ledger, device)
+    }
+
+    /// Storage of `len` elements over `memory`, which may hold nothing yet:
+    /// the memory a queued copy fills when it lands.
+    pub(crate) fn over_len(
+        memory: Arc<Memory<T>>,
+        len: usize,
+        family: &'static str,
+        domain: AllocationDomainId,
+        ledger: Arc<AllocationLedger>,
+        device: Option<crate::SimDevice>,
+    ) -> Self {
         let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
         ledger.open(id, domain, len * std::mem::size_of::<T>());
         Self {
@@ -186,10 +199,6 @@ impl<T> SimStorage<T> {
     /// domain, ledger and device.
     pub fn sibling<U>(&self, data: Vec<U>) -> SimStorage<U> {
         self.rehome(data, self.family, self.domain)
-    }
-
-    pub(crate) fn memory(&self) -> Arc<Memory<T>> {
-        Arc::clone(&self.memory)
     }
 
     /// Whether every copy into this storage has completed.

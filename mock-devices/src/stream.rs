@@ -268,11 +268,15 @@ impl SimStream {
         let target = Arc::clone(&memory);
         let landing: Landing = Box::new(move |written: usize, error: Option<DeviceError>| {
             let width = std::mem::size_of::<T>().max(1);
-            let count = (written / width).min(values.len());
-            {
-                let mut data = target.data.write().unwrap_or_else(PoisonError::into_inner);
-                data[..count].copy_from_slice(&values[..count]);
-            }
+            let len = values.len();
+            let count = (written / width).min(len);
+            // The target holds nothing until now (nobody can read memory a
+            // copy is writing), so the copied values become its memory, and
+            // whatever the copy did not reach holds poison.
+            let mut image = values;
+            image.truncate(count);
+            image.resize(len, T::POISON);
+            *target.data.write().unwrap_or_else(PoisonError::into_inner) = image;
             target.set_status(match error {
                 None => Status::Ready,
                 Some(error) => Status::Failed(error),
@@ -316,12 +320,12 @@ impl SimStream {
         values: Vec<T>,
     ) -> tenferro_tensor::Result<(Tensor, CopyToken)> {
         const OP: &str = "SimStream::enqueue_copy";
-        let storage = self
+        let (storage, memory) = self
             .device
-            .allocate(vec![T::POISON; values.len()])
+            .allocate_for_copy::<T>(values.len())
             .map_err(|error| Error::backend_source(OP, error))?;
         let op = self
-            .queue(values, storage.memory())
+            .queue(values, memory)
             .map_err(|error| Error::backend_source(OP, error))?;
         let tensor = TypedTensor::<T>::from_buffer_col_major(
             shape,
@@ -339,14 +343,12 @@ impl SimStream {
     ///
     /// The device's [`DeviceError`] when the copy fails.
     pub fn download<T: Element>(&self, values: Vec<T>) -> Result<Vec<T>, DeviceError> {
-        let landing = Memory::new(vec![T::POISON; values.len()]);
+        let landing = Memory::new(Vec::new());
         let op = self.queue(values, Arc::clone(&landing))?;
         CopyToken { op }.wait()?;
-        let data = landing
-            .data
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        // The landed image is ours alone now: take it rather than copy it.
+        let data =
+            std::mem::take(&mut *landing.data.write().unwrap_or_else(PoisonError::into_inner));
         Ok(data)
     }
 }

@@ -1,0 +1,115 @@
+//! Row 2: fresh generated cases per second through the whole path the
+//! generated suite takes (proptest draws a recipe, the case is built, the
+//! watchdog's worker runs it through the rig, the oracle judges it), for
+//! tensors of up to 16 elements, beside a bare `Runtime::run` of a tiny
+//! tensor with its `Prepared` reused (the floor).
+
+// criterion_group! generates an undocumented function.
+#![allow(missing_docs)]
+
+mod support;
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use tenferro_transfer_conformance::BUILTIN_PROVIDERS;
+use tenferro_transfer_conformance::harness::strategy::{Capabilities, Profile, recipe};
+use tenferro_transfer_conformance::harness::{DEFAULT_DEADLINE, Oracle, Route, Watchdog};
+
+use support::{BareRun, interleaved, report, stage, timed};
+
+const MAX_ELEMENTS: usize = 16;
+const GOAL: f64 = 20_000.0;
+
+/// Run `cases` generated cases and return how long they took.
+fn generated(
+    watchdog: &RefCell<Watchdog>,
+    route: &Route,
+    seed: &Cell<u64>,
+    cases: u64,
+) -> Duration {
+    seed.set(seed.get() + 1);
+    let config = Config {
+        cases: cases as u32,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut bytes = [0_u8; 32];
+    bytes[..8].copy_from_slice(&seed.get().to_le_bytes());
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let strategy = recipe(
+        Profile::Default,
+        &Capabilities {
+            max_elements: MAX_ELEMENTS,
+            ..Capabilities::all()
+        },
+    );
+    let start = Instant::now();
+    runner
+        .run(&strategy, |recipe| {
+            let case = recipe
+                .case()
+                .map_err(|error| TestCaseError::fail(error.to_string()))?;
+            let outcome = watchdog
+                .borrow_mut()
+                .run(&case)
+                .map_err(|error| TestCaseError::fail(error.to_string()))?;
+            let judgement = Oracle.judge(&case, route, &outcome);
+            if judgement.passed() {
+                Ok(())
+            } else {
+                Err(TestCaseError::fail(judgement.violations[0].message.clone()))
+            }
+        })
+        .expect("every generated case passes");
+    start.elapsed()
+}
+
+fn bench(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("generated-throughput");
+    group.throughput(Throughput::Elements(1));
+    let mut results = Vec::new();
+    for provider in &BUILTIN_PROVIDERS {
+        let route = provider.route().expect("route");
+        let inner = provider.provider(&route).expect("provider");
+        let watchdog = RefCell::new(
+            Watchdog::new(route.clone(), Arc::clone(&inner), DEFAULT_DEADLINE).expect("watchdog"),
+        );
+        let mut bare = BareRun::new(&route, inner, stage(route.source(), vec![1.5_f64, -0.0]));
+        let seed = Cell::new(0);
+        group.bench_function(format!("{} generated case", provider.name), |b| {
+            b.iter_custom(|cases| generated(&watchdog, &route, &seed, cases))
+        });
+        let ratio = interleaved(
+            9,
+            &mut |cases| generated(&watchdog, &route, &seed, cases),
+            &mut timed(|| bare.run()),
+        );
+        results.push((provider.name, ratio));
+    }
+    group.finish();
+    for (name, ratio) in results {
+        let rate = 1.0 / ratio.ours.as_secs_f64();
+        report(
+            &format!("2 generated-case throughput, {name}, <= {MAX_ELEMENTS} elements"),
+            &format!(
+                "{rate:.0} cases/s (bare Runtime::run floor: {:.0} runs/s, {:.2}x the floor's time)",
+                1.0 / ratio.baseline.as_secs_f64(),
+                ratio.slowdown()
+            ),
+            rate / GOAL,
+            ">= 1 (20,000 cases/s)",
+        );
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = support::criterion();
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,624 @@
+//! What the fuzz targets in `fuzz/` check, as library code: the targets are
+//! thin `fuzz_target!` wrappers around [`ContractFuzzer::run`] and
+//! [`HostFuzzer::run`], so a crash input replays under `cargo test` (see
+//! `conformance/tests/fuzz_regressions.rs`) exactly as under libFuzzer.
+//!
+//! Inputs decode (through `arbitrary`) into the vocabulary the rest of the
+//! suite uses: a [`Recipe`] as the proptest strategies draw it, [`Fault`]s
+//! of the broken providers, a device [`FaultPlan`]. What must hold comes
+//! from the self-test's own declarations ([`selftest::catalogue`],
+//! [`selftest::device_faults`], [`CaseCheck`]); nothing is re-stated here.
+//!
+//! # Examples
+//!
+//! ```
+//! use tenferro_transfer_conformance::fuzzing::{Checked, ContractFuzzer};
+//!
+//! let mut fuzzer = ContractFuzzer::new();
+//! // No bytes: an owned rank-0 F32 case through the first built-in
+//! // provider, fault-free, which must pass.
+//! assert_eq!(fuzzer.run(&[]).unwrap(), Checked::ReferencePassed);
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbitrary::{Arbitrary, Unstructured};
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_mock_devices::{FaultPlan, TraceEvent};
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::strategy::Recipe;
+use tenferro_transfer_harness::{
+    Case, HarnessError, HostProvider, Judgement, Oracle, Outcome, Route, Rule, RuntimeVerdict,
+    Watchdog,
+};
+
+use crate::selftest::{
+    self, BrokenSpec, CaseCheck, DeviceFaultSpec, HANG_DEADLINE, SELFTEST_DEADLINE,
+};
+use crate::{BUILTIN_PROVIDERS, BuiltinProvider};
+
+/// How every panic a broken provider injects on purpose begins. A fuzz
+/// target's panic hook lets these through (the Spy catches them and the
+/// oracle reports `no-panic`) and turns every other panic into a crash.
+pub const INJECTED_PANIC_PREFIX: &str = "injected panic";
+
+/// The most faults one decoded input injects at once.
+pub const MAX_FAULTS: usize = 2;
+
+/// Cases a cached rig runs before it is rebuilt: bounds what a rig keeps
+/// (prepared programs per signature, a leaky provider's allocations), so a
+/// fuzzing run of hours stays within libFuzzer's memory limit.
+const RIG_LIFETIME: usize = 256;
+
+/// Rigs kept at once; beyond this the cache starts afresh.
+const RIG_CAPACITY: usize = 32;
+
+/// What a fuzz target found wrong: each is a crash.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FuzzFailure {
+    /// A decoded recipe is not a valid case: the decoder or the case
+    /// validation is wrong.
+    #[error("decoded recipe {recipe} is not a valid case")]
+    InvalidRecipe {
+        /// The recipe, as JSON.
+        recipe: String,
+        /// Why the case was refused.
+        #[source]
+        source: HarnessError,
+    },
+    /// The harness could not build a rig or run a case.
+    #[error("the harness failed on {context}")]
+    Harness {
+        /// The provider, route and recipe.
+        context: String,
+        /// The harness's error.
+        #[source]
+        source: HarnessError,
+    },
+    /// The oracle's verdict disagreed with the runtime's.
+    #[error("runtime-agreement broke on {context}: {message}")]
+    RuntimeDisagreement {
+        /// The provider, route and recipe.
+        context: String,
+        /// The oracle's message.
+        message: String,
+    },
+    /// A provider did not show exactly what the self-test declares for it.
+    #[error("{provider} on {context}: {check:?}")]
+    KillMatrix {
+        /// The provider's name in the kill matrix.
+        provider: String,
+        /// The route and recipe.
+        context: String,
+        /// The missed rules, false alarms and missing expected error.
+        check: CaseCheck,
+    },
+    /// The host provider did not deliver the values bit-exactly.
+    #[error("host provider on {context}: {message}")]
+    HostValues {
+        /// The recipe.
+        context: String,
+        /// What differed.
+        message: String,
+    },
+}
+
+/// What a case was held to.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Checked {
+    /// A fault-free reference provider, which passed.
+    ReferencePassed,
+    /// A broken provider of the self-test's catalogue on a case where its
+    /// fault applies: exactly its rules fired.
+    Caught {
+        /// The broken provider's name.
+        provider: String,
+    },
+    /// A device fault plan of the self-test on a case where it applies:
+    /// exactly its rules fired (and the expected error came).
+    DeviceFaultCaught {
+        /// The plan's name (`device:<name>`).
+        plan: String,
+    },
+    /// Faults or a plan the self-test declares nothing for, or a case where
+    /// they do not apply: only the harness's own invariants were checked
+    /// (no harness panic, runtime agreement; for a reference provider under
+    /// a plan, no panic and no error, and a pass where nothing was injected).
+    Invariants,
+    /// Not run: a hang costs a whole deadline, so hangs run only on the few
+    /// cases where the self-test runs them.
+    SkippedHang,
+}
+
+/// One decoded input of `transfer_contract`.
+#[derive(Clone, Debug)]
+pub struct ContractInput {
+    /// The case.
+    pub recipe: Recipe,
+    /// The built-in provider and route (an index into [`BUILTIN_PROVIDERS`]).
+    pub provider: usize,
+    /// Faults injected into the provider (at most [`MAX_FAULTS`]); when
+    /// empty, the provider is a reference provider.
+    pub faults: Vec<Fault>,
+    /// The device fault plan a reference provider meets (ignored when
+    /// `faults` is not empty, as in the self-test).
+    pub plan: FaultPlan,
+}
+
+impl<'a> Arbitrary<'a> for ContractInput {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let provider = u.choose_index(BUILTIN_PROVIDERS.len())?;
+        let count = u.int_in_range(0..=MAX_FAULTS)?;
+        let faults = (0..count)
+            .map(|_| Fault::arbitrary(u))
+            .collect::<arbitrary::Result<Vec<_>>>()?;
+        let plan = if faults.is_empty() {
+            FaultPlan::arbitrary(u)?
+        } else {
+            FaultPlan::new()
+        };
+        // The recipe last: most of the bytes are its values' seed and
+        // layout, and a truncated input still names a behaviour.
+        let recipe = Recipe::arbitrary(u)?;
+        Ok(Self {
+            recipe,
+            provider,
+            faults,
+            plan,
+        })
+    }
+}
+
+/// Watchdogs kept between inputs, by provider, faults and deadline.
+#[derive(Default)]
+struct RigPool {
+    rigs: HashMap<(usize, Vec<Fault>, Duration), (Watchdog, usize)>,
+}
+
+impl RigPool {
+    /// The watchdog for `provider` with `faults`, built when absent or worn
+    /// out.
+    fn get(
+        &mut self,
+        provider: usize,
+        faults: &[Fault],
+        deadline: Duration,
+        make: impl FnOnce() -> Result<(Route, Arc<dyn TransferProvider>), HarnessError>,
+    ) -> Result<&mut Watchdog, HarnessError> {
+        let key = (provider, faults.to_vec(), deadline);
+        let worn = self
+            .rigs
+            .get(&key)
+            .is_none_or(|(_, used)| *used >= RIG_LIFETIME);
+        if worn {
+            if self.rigs.len() >= RIG_CAPACITY {
+                self.rigs.clear();
+            }
+            let (route, inner) = make()?;
+            let provider: Arc<dyn TransferProvider> = if faults.is_empty() {
+                inner
+            } else {
+                Arc::new(Broken::new(inner, faults.to_vec()))
+            };
+            self.rigs
+                .insert(key.clone(), (Watchdog::new(route, provider, deadline)?, 0));
+        }
+        let (watchdog, used) =
+            self.rigs
+                .get_mut(&key)
+                .ok_or_else(|| HarnessError::InvalidRoute {
+                    reason: "the rig just built is missing from the pool".to_owned(),
+                })?;
+        *used += 1;
+        Ok(watchdog)
+    }
+}
+
+/// The `transfer_contract` fuzz target: a decoded case, route and provider
+/// behaviour through the rig and the oracle, held to the self-test's
+/// declarations.
+pub struct ContractFuzzer {
+    catalogue: Vec<BrokenSpec>,
+    device_faults: Vec<DeviceFaultSpec>,
+    pool: RigPool,
+}
+
+impl Default for ContractFuzzer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for ContractFuzzer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ContractFuzzer")
+            .field("rigs", &self.pool.rigs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ContractFuzzer {
+    /// A fuzzer with no rigs yet.
+    pub fn new() -> Self {
+        Self {
+            catalogue: selftest::catalogue(),
+            device_faults: selftest::device_faults(),
+            pool: RigPool::default(),
+        }
+    }
+
+    /// Decode `data` and check the case it names.
+    ///
+    /// # Errors
+    ///
+    /// A [`FuzzFailure`] for anything that must not happen: an invalid
+    /// decoded case, a harness error, a disagreement with the runtime, a
+    /// reference provider that fails, a broken provider or device fault
+    /// that is not caught by exactly its rules.
+    pub fn run(&mut self, data: &[u8]) -> Result<Checked, FuzzFailure> {
+        // `arbitrary` answers defaults when bytes run out, so decoding a
+        // `ContractInput` does not fail.
+        let Ok(input) = ContractInput::arbitrary_take_rest(Unstructured::new(data)) else {
+            return Ok(Checked::Invariants);
+        };
+        self.check(&input)
+    }
+
+    /// Check one decoded input.
+    ///
+    /// # Errors
+    ///
+    /// As [`ContractFuzzer::run`].
+    pub fn check(&mut self, input: &ContractInput) -> Result<Checked, FuzzFailure> {
+        let case = input
+            .recipe
+            .case()
+            .map_err(|source| FuzzFailure::InvalidRecipe {
+                recipe: input.recipe.to_json(),
+                source,
+            })?;
+        let index = input.provider % BUILTIN_PROVIDERS.len();
+        let builtin = BUILTIN_PROVIDERS[index];
+        let spec = self
+            .catalogue
+            .iter()
+            .find(|spec| spec.faults == input.faults);
+        let plan = if input.faults.is_empty() {
+            input.plan.clone()
+        } else {
+            FaultPlan::new()
+        };
+        let hangs = input.faults.contains(&Fault::Hang) || plan.stalls();
+        let deadline = if hangs {
+            HANG_DEADLINE
+        } else {
+            SELFTEST_DEADLINE
+        };
+        let watchdog = self
+            .pool
+            .get(index, &input.faults, deadline, || {
+                route_and_provider(builtin)
+            })
+            .map_err(|source| FuzzFailure::Harness {
+                context: format!("{} {}", builtin.name, input.recipe.to_json()),
+                source,
+            })?;
+        let route = watchdog.route().clone();
+        let context = format!(
+            "{} [{}] under `{plan}`: {}",
+            route.label(),
+            builtin.name,
+            input.recipe.to_json()
+        );
+        let behaviour = (input.faults.as_slice(), &plan);
+        if hangs
+            && !hang_tried(
+                &self.catalogue,
+                &self.device_faults,
+                behaviour,
+                &case,
+                &route,
+            )
+        {
+            return Ok(Checked::SkippedHang);
+        }
+        selftest::install(&route, &plan);
+        let outcome = watchdog.run(&case);
+        selftest::install(&route, &FaultPlan::new());
+        let outcome = outcome.map_err(|source| FuzzFailure::Harness {
+            context: context.clone(),
+            source,
+        })?;
+        let judgement = Oracle.judge(&case, &route, &outcome);
+        agrees_with_runtime(&judgement, &context)?;
+        if let Some(spec) = spec {
+            if !spec.applies(&case, &route) {
+                return Ok(Checked::Invariants);
+            }
+            return measured(spec.name(), spec.check(&judgement), &context)
+                .map(|provider| Checked::Caught { provider });
+        }
+        if !input.faults.is_empty() {
+            return Ok(Checked::Invariants);
+        }
+        if plan.is_empty() {
+            return measured(
+                format!("reference:{}", builtin.name),
+                CaseCheck::of(&[], false, &judgement),
+                &context,
+            )
+            .map(|_| Checked::ReferencePassed);
+        }
+        let device = self.device_faults.iter().find(|spec| spec.plan == plan);
+        match device {
+            Some(spec) if spec.applies(&case, &route) => measured(
+                format!("device:{}", spec.name),
+                spec.check(&judgement),
+                &context,
+            )
+            .map(|plan| Checked::DeviceFaultCaught { plan }),
+            _ => reference_under_plan(builtin, &outcome, &judgement, &context),
+        }
+    }
+}
+
+/// Whether a hang is tried on `case`: a `hang` fault only where the
+/// self-test tries the `hang` provider, a plan whose copy may never
+/// complete only where it tries `never-complete`.
+fn hang_tried(
+    catalogue: &[BrokenSpec],
+    device_faults: &[DeviceFaultSpec],
+    (faults, plan): (&[Fault], &FaultPlan),
+    case: &Case,
+    route: &Route,
+) -> bool {
+    let hang = !faults.contains(&Fault::Hang)
+        || catalogue
+            .iter()
+            .any(|spec| spec.faults == [Fault::Hang] && spec.applies(case, route));
+    let stall = !plan.stalls()
+        || device_faults
+            .iter()
+            .any(|spec| spec.plan.stalls() && spec.applies(case, route));
+    hang && stall
+}
+
+/// A fresh route of `builtin` and its reference provider.
+fn route_and_provider(
+    builtin: BuiltinProvider,
+) -> Result<(Route, Arc<dyn TransferProvider>), HarnessError> {
+    let route = builtin.route()?;
+    let provider = builtin.provider(&route)?;
+    Ok((route, provider))
+}
+
+fn agrees_with_runtime(judgement: &Judgement, context: &str) -> Result<(), FuzzFailure> {
+    match judgement
+        .violations
+        .iter()
+        .find(|violation| violation.rule == Rule::RuntimeAgreement)
+    {
+        Some(violation) => Err(FuzzFailure::RuntimeDisagreement {
+            context: context.to_owned(),
+            message: violation.message.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `Ok(provider)` when `check` passed, else the kill-matrix failure.
+fn measured(provider: String, check: CaseCheck, context: &str) -> Result<String, FuzzFailure> {
+    if check.passed() {
+        Ok(provider)
+    } else {
+        Err(FuzzFailure::KillMatrix {
+            provider,
+            context: context.to_owned(),
+            check,
+        })
+    }
+}
+
+/// A reference provider under a plan the self-test declares nothing for:
+/// it never panics and never swallows or garbles a device error, whatever
+/// the device does; and where the device injected nothing, it passes.
+fn reference_under_plan(
+    builtin: BuiltinProvider,
+    outcome: &Outcome,
+    judgement: &Judgement,
+    context: &str,
+) -> Result<Checked, FuzzFailure> {
+    let injected = outcome
+        .trace
+        .iter()
+        .any(|event| matches!(event, TraceEvent::FaultInjected { .. }));
+    // What an injected fault may show: a silent partial copy shows in the
+    // values, a copy that never completes as a deadline.
+    let explained: &[Rule] = if injected {
+        &[Rule::Values, Rule::Deadline]
+    } else {
+        &[]
+    };
+    let check = CaseCheck {
+        false_alarms: judgement
+            .violations
+            .iter()
+            .filter(|violation| !explained.contains(&violation.rule))
+            .cloned()
+            .collect(),
+        ..CaseCheck::default()
+    };
+    measured(format!("reference:{}", builtin.name), check, context).map(|_| Checked::Invariants)
+}
+
+/// The `host_provider` fuzz target: a decoded tensor or view, with values
+/// taken straight from the input's remaining bytes, through the real
+/// [`HostProvider`]; the values must arrive bit-exactly.
+#[derive(Default)]
+pub struct HostFuzzer {
+    pool: RigPool,
+}
+
+impl std::fmt::Debug for HostFuzzer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("HostFuzzer").finish_non_exhaustive()
+    }
+}
+
+impl HostFuzzer {
+    /// A fuzzer with no rig yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decode `data` into a case and check it.
+    ///
+    /// # Errors
+    ///
+    /// A [`FuzzFailure`] when the case is invalid, the harness fails, the
+    /// oracle finds any violation, or the runtime's output differs from the
+    /// case's values in any bit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_conformance::fuzzing::HostFuzzer;
+    ///
+    /// HostFuzzer::new().run(&[3, 7, 0xff, 0x80]).unwrap();
+    /// ```
+    pub fn run(&mut self, data: &[u8]) -> Result<(), FuzzFailure> {
+        let mut u = Unstructured::new(data);
+        let recipe = Recipe::arbitrary(&mut u).unwrap_or_else(|_| Recipe {
+            dtype: "F32".to_owned(),
+            shape: Vec::new(),
+            layout: tenferro_transfer_harness::Layout::Owned,
+            seed: 0,
+            specials: 0,
+        });
+        let invalid = |source| FuzzFailure::InvalidRecipe {
+            recipe: recipe.to_json(),
+            source,
+        };
+        let seeded = recipe.case().map_err(invalid)?;
+        let case = with_raw_values(seeded, u.take_rest()).map_err(invalid)?;
+        let context = format!("{} with values {}", recipe.to_json(), hex(case.values()));
+        let watchdog = self
+            .pool
+            .get(0, &[], SELFTEST_DEADLINE, || {
+                Ok((Route::host_to_host()?, Arc::new(HostProvider::new())))
+            })
+            .map_err(|source| FuzzFailure::Harness {
+                context: context.clone(),
+                source,
+            })?;
+        let route = watchdog.route().clone();
+        let outcome = watchdog.run(&case).map_err(|source| FuzzFailure::Harness {
+            context: context.clone(),
+            source,
+        })?;
+        let judgement = Oracle.judge(&case, &route, &outcome);
+        agrees_with_runtime(&judgement, &context)?;
+        if let Some(violation) = judgement.violations.first() {
+            return Err(FuzzFailure::HostValues {
+                context,
+                message: format!("{}: {}", violation.rule, violation.message),
+            });
+        }
+        match &outcome.runtime {
+            RuntimeVerdict::Accepted(output) if output.bytes.as_deref() == Ok(case.values()) => {
+                Ok(())
+            }
+            other => Err(FuzzFailure::HostValues {
+                context,
+                message: format!(
+                    "the runtime's output is not the case's values bit for bit: {other:?}"
+                ),
+            }),
+        }
+    }
+}
+
+/// `case` with its values replaced by `raw` repeated to the case's length
+/// (so the fuzzer picks every bit), or unchanged when `raw` is empty.
+fn with_raw_values(case: Case, raw: &[u8]) -> Result<Case, HarnessError> {
+    if raw.is_empty() {
+        return Ok(case);
+    }
+    let values: Vec<u8> = raw
+        .iter()
+        .copied()
+        .cycle()
+        .take(case.values().len())
+        .collect();
+    Case::new(
+        case.dtype(),
+        case.shape().to_vec(),
+        case.layout().clone(),
+        values,
+    )
+}
+
+/// The first bytes of `bytes` in hex, for a failure's context.
+fn hex(bytes: &[u8]) -> String {
+    const SHOWN: usize = 64;
+    let mut text: String = bytes
+        .iter()
+        .take(SHOWN)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    if bytes.len() > SHOWN {
+        text.push_str(&format!("... ({} bytes)", bytes.len()));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenferro_transfer_harness::Violation;
+
+    fn judged(rules: &[Rule]) -> Judgement {
+        Judgement {
+            violations: rules
+                .iter()
+                .map(|&rule| Violation {
+                    rule,
+                    message: format!("{rule} broke"),
+                })
+                .collect(),
+            ..Judgement::default()
+        }
+    }
+
+    #[test]
+    fn a_disagreement_with_the_runtime_is_a_failure() {
+        assert!(agrees_with_runtime(&judged(&[Rule::Values]), "case").is_ok());
+        assert!(matches!(
+            agrees_with_runtime(&judged(&[Rule::RuntimeAgreement]), "case"),
+            Err(FuzzFailure::RuntimeDisagreement { .. })
+        ));
+    }
+
+    #[test]
+    fn a_missed_or_extra_rule_is_a_failure() {
+        let check = CaseCheck::of(&[Rule::Dtype], false, &judged(&[Rule::Values]));
+        let failure = measured("broken".to_owned(), check, "case").unwrap_err();
+        let FuzzFailure::KillMatrix { check, .. } = failure else {
+            panic!("{failure:?}");
+        };
+        assert_eq!(check.missed, vec![Rule::Dtype]);
+        assert_eq!(check.false_alarms.len(), 1);
+    }
+
+    #[test]
+    fn raw_values_replace_the_seeded_ones_cyclically() {
+        let case = Case::from_values(vec![3], vec![0_i32; 3]).unwrap();
+        let raw = with_raw_values(case, &[1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(raw.values(), &[1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2]);
+    }
+}

@@ -1,0 +1,330 @@
+//! `CudaEndpoint`: one CUDA device of the rig, through tenferro-gpu's
+//! `CudaEngine` and its runtime handle.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tenferro_gpu::cuda::{
+    CudaDeviceId, CudaEngine, CudaRuntime, cuda_runtime_engine_registration, download_tensor,
+    upload_tensor,
+};
+use tenferro_mock_devices::{EngineRole, with_element};
+use tenferro_runtime::{
+    CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
+    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, RuntimeConfigError, StorageClass,
+    assemble_executable_engine_registration,
+};
+use tenferro_tensor::{
+    AllocationDomainId, DeviceId, DeviceKind, GpuBackendKind, StorageBuffer, Tensor, TensorRead,
+};
+
+use super::CudaError;
+use super::stream::{StreamState, query_stream};
+use crate::{CompletionState, HarnessError, PlacementRule, StorageRule};
+
+/// Backend family of tenferro-gpu's CUDA storage.
+pub const CUDA_FAMILY: &str = "cuda";
+
+/// The engine of one rig and the runtime its providers must use.
+///
+/// tenferro allows one CUDA engine per runtime, and the engine's runtime
+/// owns the allocation domain the destination checks, so the providers of
+/// a route read the runtime of the engine the latest rig registered.
+struct Slot {
+    /// The engine not yet handed to a rig.
+    engine: Option<CudaEngine>,
+    /// The runtime of the engine last registered.
+    runtime: CudaRuntime,
+    /// That runtime's stream (`CUstream`), for the completion check.
+    stream: u64,
+}
+
+/// A CUDA device as a route endpoint.
+///
+/// Opened only after [`crate::cuda_unavailable_reason`] said a device is
+/// usable (tenferro-gpu panics without libcuda).
+#[derive(Clone)]
+pub struct CudaEndpoint {
+    name: String,
+    ordinal: u32,
+    engine_id: EngineId,
+    storage_class: StorageClass,
+    slot: Arc<Mutex<Slot>>,
+}
+
+impl fmt::Debug for CudaEndpoint {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("CudaEndpoint")
+            .field("name", &self.name)
+            .field("ordinal", &self.ordinal)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `stock`'s identity (engine id, provider device, hardware and storage
+/// classes) with other `capabilities`, and an ingress declared by the
+/// placement and storage rules: how the harness confines an engine to some
+/// operations (none, for a source).
+pub(crate) fn reregister(
+    stock: &EngineRegistration,
+    capabilities: CoreCapabilityBundle,
+    context: ExecutionContextIdentity,
+    placement: PlacementRule,
+    storage: StorageRule,
+) -> Result<EngineRegistration, RuntimeConfigError> {
+    let class = stock.default_storage_class().clone();
+    let metadata = EngineRegistrationMetadata::new(
+        stock.engine_id().clone(),
+        stock.provider_device_identity().clone(),
+        stock.hardware_class().clone(),
+        Arc::from(stock.storage_classes().to_vec()),
+        class.clone(),
+        capabilities,
+    );
+    assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
+        metadata,
+        context,
+        crate::route::declared_ingress(class, placement, storage),
+    ))
+}
+
+fn open_slot(ordinal: u32) -> Result<Slot, CudaError> {
+    let mut engine = CudaEngine::open(CudaDeviceId::from_ordinal(ordinal)).map_err(|source| {
+        CudaError::Open {
+            ordinal,
+            source: Box::new(source),
+        }
+    })?;
+    let stream = engine
+        .with_raw("tenferro-transfer-harness.cuda.stream", |session| {
+            Ok(session.stream().raw_handle())
+        })
+        .map_err(|source| CudaError::Tensor {
+            operation: "opening a raw scope for the stream handle",
+            dtype: tenferro_tensor::DType::F32,
+            shape: Vec::new(),
+            source: Box::new(source),
+        })?;
+    Ok(Slot {
+        runtime: engine.runtime().clone(),
+        engine: Some(engine),
+        stream,
+    })
+}
+
+impl CudaEndpoint {
+    /// Open device `ordinal` as endpoint `cuda<ordinal>`.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Cuda`] when tenferro-gpu cannot open the device, or
+    /// [`HarnessError::Config`] when its registration is refused.
+    pub fn open(ordinal: u32) -> Result<Self, HarnessError> {
+        let context = format!("opening CUDA device {ordinal}");
+        let slot = open_slot(ordinal).map_err(|source| HarnessError::Cuda {
+            context: context.clone(),
+            source: Box::new(source),
+        })?;
+        let engine = slot.engine.as_ref().ok_or_else(|| HarnessError::Runtime {
+            context: context.clone(),
+            message: "the engine vanished".to_owned(),
+        })?;
+        let stock = cuda_runtime_engine_registration(engine)
+            .map_err(|source| HarnessError::config(context.clone(), source))?;
+        Ok(Self {
+            name: format!("cuda{ordinal}"),
+            ordinal,
+            engine_id: stock.engine_id().clone(),
+            storage_class: stock.default_storage_class().clone(),
+            slot: Arc::new(Mutex::new(slot)),
+        })
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The endpoint's name in reports (`cuda0`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The engine id (tenferro-gpu's `tenferro.cuda.default.v1`).
+    pub fn engine_id(&self) -> &EngineId {
+        &self.engine_id
+    }
+
+    /// The storage class transfers use (`tenferro.storage.device.v1`).
+    pub fn storage_class(&self) -> &StorageClass {
+        &self.storage_class
+    }
+
+    /// The runtime the providers of this endpoint must use: that of the
+    /// engine the latest rig registered.
+    pub fn runtime(&self) -> CudaRuntime {
+        self.slot().runtime.clone()
+    }
+
+    /// The raw `CUstream` of [`Self::runtime`].
+    pub(crate) fn stream(&self) -> u64 {
+        self.slot().stream
+    }
+
+    /// The device placement a tensor on this endpoint must have.
+    pub fn placement_rule(&self) -> PlacementRule {
+        PlacementRule::Device(DeviceId {
+            kind: DeviceKind::Gpu(GpuBackendKind::Cuda),
+            ordinal: self.ordinal as usize,
+        })
+    }
+
+    /// The storage a tensor on this endpoint must use: CUDA storage in the
+    /// current runtime's allocation domain.
+    pub fn storage_rule(&self) -> StorageRule {
+        StorageRule::Domain {
+            family: CUDA_FAMILY,
+            domain: self.allocation_domain(),
+        }
+    }
+
+    /// The current runtime's allocation domain.
+    pub fn allocation_domain(&self) -> AllocationDomainId {
+        self.slot().runtime.allocation_domain_id()
+    }
+
+    /// Make sure an engine is waiting to be handed to a rig, opening a fresh
+    /// one (with a fresh runtime) when the last was taken.
+    fn ensure_engine(&self) -> Result<std::sync::MutexGuard<'_, Slot>, HarnessError> {
+        let mut slot = self.slot();
+        if slot.engine.is_none() {
+            *slot = open_slot(self.ordinal).map_err(|source| HarnessError::Cuda {
+                context: format!("reopening CUDA device {}", self.ordinal),
+                source: Box::new(source),
+            })?;
+        }
+        Ok(slot)
+    }
+
+    /// The runtime registration of the waiting engine in `role`: the stock
+    /// tenferro-gpu registration as a destination, the same identity with
+    /// no capabilities as a source (so nothing runs there).
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Cuda`] when a fresh engine cannot be opened,
+    /// [`HarnessError::Config`] when tenferro refuses the registration.
+    pub fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        let context = format!("registration of `{}`", self.name);
+        let config = |source| HarnessError::config(context.clone(), source);
+        let slot = self.ensure_engine()?;
+        let engine = slot.engine.as_ref().ok_or_else(|| HarnessError::Runtime {
+            context: context.clone(),
+            message: "the engine vanished".to_owned(),
+        })?;
+        let stock = cuda_runtime_engine_registration(engine).map_err(config)?;
+        if role != EngineRole::Source {
+            return Ok(stock);
+        }
+        let rule = StorageRule::Domain {
+            family: CUDA_FAMILY,
+            domain: engine.runtime().allocation_domain_id(),
+        };
+        drop(slot);
+        reregister(
+            &stock,
+            CoreCapabilityBundle::default(),
+            ExecutionContextIdentity::of::<CudaEngine>(),
+            self.placement_rule(),
+            rule,
+        )
+        .map_err(config)
+    }
+
+    /// Hand the waiting engine to a rig (opening one if none waits).
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Cuda`] when a fresh engine cannot be opened.
+    pub fn take_engine(&self) -> Result<CudaEngine, HarnessError> {
+        let mut slot = self.ensure_engine()?;
+        slot.engine.take().ok_or_else(|| HarnessError::Runtime {
+            context: format!("engine of `{}`", self.name),
+            message: "the engine vanished".to_owned(),
+        })
+    }
+
+    /// Upload a host tensor and wait for it: how a case's input is staged
+    /// on a CUDA source.
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError`] when tenferro-gpu refuses the upload or the wait.
+    pub fn stage(&self, host: &Tensor) -> Result<Tensor, CudaError> {
+        let runtime = self.runtime();
+        let device = upload_tensor(&runtime, host).map_err(|source| CudaError::Tensor {
+            operation: "staging upload",
+            dtype: host.dtype(),
+            shape: host.shape().to_vec(),
+            source: Box::new(source),
+        })?;
+        runtime
+            .synchronize()
+            .map_err(|source| CudaError::Synchronize {
+                source: Box::new(source),
+            })?;
+        Ok(device)
+    }
+
+    /// Whether the copy into `tensor`, just returned by a provider, has
+    /// completed: the state of the runtime's stream (`cuStreamQuery`), which
+    /// orders every copy into this runtime's memory.
+    pub fn completion_state(&self, tensor: &Tensor) -> CompletionState {
+        let family = TensorRead::from_tensor(tensor).backend_family();
+        if family != Some(CUDA_FAMILY) {
+            return CompletionState::Unknown {
+                reason: format!(
+                    "the output is not CUDA memory (backend family {family:?}), so its completion cannot be observed"
+                ),
+            };
+        }
+        match query_stream(&self.runtime(), self.stream()) {
+            Ok(StreamState::Idle) => CompletionState::Complete,
+            Ok(StreamState::Busy) => CompletionState::Pending {
+                detail: format!(
+                    "cuStreamQuery on {}'s stream answered CUDA_ERROR_NOT_READY",
+                    self.name
+                ),
+            },
+            Ok(StreamState::Failed(status)) => CompletionState::Failed {
+                detail: format!("cuStreamQuery on {}'s stream answered {status}", self.name),
+            },
+            Err(error) => CompletionState::Unknown {
+                reason: format!("the stream could not be queried: {error}"),
+            },
+        }
+    }
+
+    /// The little-endian image of a CUDA tensor of this endpoint, read back
+    /// with tenferro-gpu's download (which waits for the stream); `None`
+    /// when `tensor` is not CUDA memory.
+    pub fn image(&self, tensor: &Tensor) -> Option<Result<Vec<u8>, String>> {
+        if TensorRead::from_tensor(tensor).backend_family() != Some(CUDA_FAMILY) {
+            return None;
+        }
+        let host = match download_tensor(&self.runtime(), tensor) {
+            Ok(host) => host,
+            Err(error) => return Some(Err(format!("the CUDA download failed: {error}"))),
+        };
+        Some(with_element!(host.dtype(), T => {
+            match host.as_typed::<T>().map(|typed| typed.buffer()) {
+                Some(StorageBuffer::Host(values)) => {
+                    let mut bytes = Vec::new();
+                    <T as tenferro_mock_devices::Element>::extend_bytes(values, &mut bytes);
+                    Ok(bytes)
+                }
+                _ => Err("the download did not return host storage of its dtype".to_owned()),
+            }
+        }, external => Err("external dtypes have no byte image".to_owned())))
+    }
+}
