@@ -28,6 +28,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_mock_devices::{FaultPlan, TraceEvent};
 use tenferro_runtime::TransferProvider;
+use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
     Case, HarnessError, HostProvider, Judgement, Oracle, Outcome, Route, Rule, RuntimeVerdict,
@@ -544,14 +545,16 @@ impl HostFuzzer {
 }
 
 /// `case` with its values replaced by `raw` repeated to the case's length
-/// (so the fuzzer picks every bit), or unchanged when `raw` is empty.
+/// (so the fuzzer picks every bit; for `Bool` the low bit, since a bool is
+/// 0 or 1), or unchanged when `raw` is empty.
 fn with_raw_values(case: Case, raw: &[u8]) -> Result<Case, HarnessError> {
     if raw.is_empty() {
         return Ok(case);
     }
+    let mask = if case.dtype() == DType::Bool { 1 } else { 0xff };
     let values: Vec<u8> = raw
         .iter()
-        .copied()
+        .map(|byte| byte & mask)
         .cycle()
         .take(case.values().len())
         .collect();
@@ -620,5 +623,12 @@ mod tests {
         let case = Case::from_values(vec![3], vec![0_i32; 3]).unwrap();
         let raw = with_raw_values(case, &[1, 2, 3, 4, 5]).unwrap();
         assert_eq!(raw.values(), &[1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2]);
+    }
+
+    #[test]
+    fn raw_bool_values_keep_only_the_low_bit() {
+        let case = Case::from_values(vec![4], vec![false; 4]).unwrap();
+        let raw = with_raw_values(case, &[0xc0, 0x01, 0x80, 0xff]).unwrap();
+        assert_eq!(raw.values(), &[0, 1, 0, 1]);
     }
 }

@@ -53,7 +53,6 @@ fn quiet_injected_panics() {
 }
 
 #[test]
-#[ignore = "not yet run: the session that wrote it ran out of build time before replaying the seeds; run with --ignored, then remove this"]
 fn transfer_contract_seeds_and_regressions_pass_and_reach_every_declared_provider() {
     quiet_injected_panics();
     let mut fuzzer = ContractFuzzer::new();
@@ -91,7 +90,6 @@ fn transfer_contract_seeds_and_regressions_pass_and_reach_every_declared_provide
 }
 
 #[test]
-#[ignore = "not yet run: the session that wrote it ran out of build time before replaying the seeds; run with --ignored, then remove this"]
 fn host_provider_seeds_and_regressions_arrive_bit_exact() {
     let mut fuzzer = HostFuzzer::new();
     let seeds = inputs(&fuzz_dir("seeds", "host_provider"));
@@ -109,7 +107,6 @@ fn host_provider_seeds_and_regressions_arrive_bit_exact() {
 /// The fuzz targets' panic hook tells deliberate panics by this prefix; if
 /// the broken providers' messages change, every `panic` input would crash.
 #[test]
-#[ignore = "not yet run: the session that wrote it ran out of build time before replaying the seeds; run with --ignored, then remove this"]
 fn injected_panics_start_with_the_prefix_the_fuzz_hook_lets_through() {
     quiet_injected_panics();
     for fault in [Fault::Panic, Fault::PanicMidCopy] {
@@ -137,7 +134,6 @@ fn injected_panics_start_with_the_prefix_the_fuzz_hook_lets_through() {
 /// A catalogued fault is held to its rules; a fault the self-test has no
 /// row for only to the harness's invariants.
 #[test]
-#[ignore = "not yet run: the session that wrote it ran out of build time before replaying the seeds; run with --ignored, then remove this"]
 fn catalogued_faults_are_held_to_their_rules_and_others_to_invariants() {
     use tenferro_transfer_conformance::fuzzing::ContractInput;
     use tenferro_transfer_conformance::harness::strategy::Recipe;

@@ -216,6 +216,15 @@ impl Case {
                 values.len()
             )));
         }
+        // A bool's only bit patterns are 0 and 1: any other byte cannot be
+        // staged as a tensor, so the case could never be what it claims.
+        if dtype == DType::Bool
+            && let Some((index, byte)) = values.iter().enumerate().find(|(_, byte)| **byte > 1)
+        {
+            return Err(invalid(format!(
+                "Bool element {index} is the byte {byte:#04x}, but a bool is 0x00 or 0x01"
+            )));
+        }
         if let Layout::View(spec) = &layout {
             spec.validate().map_err(invalid)?;
             let backing = spec
@@ -482,5 +491,22 @@ fn f64_bits(special: Option<usize>, bits: u64) -> u64 {
     match special {
         Some(k) => F64_SPECIALS[k % F64_SPECIALS.len()],
         None => bits,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bool_byte_other_than_zero_or_one_is_an_invalid_case() {
+        let error = Case::new(DType::Bool, vec![3], Layout::Owned, vec![0, 1, 0xc0]).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("Bool element 2 is the byte 0xc0, but a bool is 0x00 or 0x01"),
+            "{error}"
+        );
+        assert!(Case::new(DType::Bool, vec![3], Layout::Owned, vec![0, 1, 1]).is_ok());
     }
 }
