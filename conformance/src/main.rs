@@ -315,14 +315,11 @@ fn main() -> ExitCode {
 }
 
 /// An error and its sources, joined by `: `.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::once(error.to_string())
+        .chain(tenferro_transfer_conformance::harness::source_chain(error))
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 fn finish(text: Result<String, String>, code: u8) -> ExitCode {

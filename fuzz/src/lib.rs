@@ -5,7 +5,7 @@ use std::error::Error;
 use std::panic;
 
 use tenferro_transfer_conformance::fuzzing::INJECTED_PANIC_PREFIX;
-use tenferro_transfer_conformance::harness::panic_message;
+use tenferro_transfer_conformance::harness::{panic_message, source_chain};
 
 /// libfuzzer-sys aborts on every panic, before any `catch_unwind` sees it.
 /// The broken providers panic on purpose and the Spy catches that; those
@@ -21,12 +21,10 @@ pub fn crash_on_unexpected_panics() {
 }
 
 /// `error` and its source chain, one cause a line.
-pub fn describe(error: &dyn Error) -> String {
+pub fn describe(error: &(dyn Error + 'static)) -> String {
     let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
+    for cause in source_chain(error) {
         text.push_str(&format!("\n  caused by: {cause}"));
-        source = cause.source();
     }
     text
 }
