@@ -226,6 +226,10 @@ fn sim_destination(case: &Case, route: &Route) -> bool {
     matches!(route.destination(), Endpoint::Sim(_)) && always(case, route)
 }
 
+fn non_empty_sim_destination(case: &Case, route: &Route) -> bool {
+    sim_destination(case, route) && non_empty(case, route)
+}
+
 fn tiny_on_sim(case: &Case, route: &Route) -> bool {
     sim_endpoint(case, route) && few_tiny_cases(case, route)
 }
@@ -289,6 +293,19 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], always),
         BrokenSpec::new(vec![F::Hang], vec![R::Deadline], few_tiny_cases).hanging(),
         BrokenSpec::new(vec![F::PanicMidCopy], vec![R::NoPanic], always),
+        BrokenSpec::new(vec![F::PanickingMapRead], vec![R::NoPanic], sim_destination),
+        BrokenSpec::new(vec![F::PanickingLen], vec![R::NoPanic], sim_destination),
+        BrokenSpec::new(vec![F::PanickingDrop], vec![R::NoPanic], sim_destination),
+        BrokenSpec::new(
+            vec![F::UnstableLength],
+            vec![R::BufferLength],
+            sim_destination,
+        ),
+        BrokenSpec::new(
+            vec![F::ShortMapRead],
+            vec![R::Values],
+            non_empty_sim_destination,
+        ),
         BrokenSpec::new(
             vec![F::WrongDtype, F::HostPlacement],
             vec![R::Dtype, R::Placement],

@@ -63,6 +63,7 @@ pub use route::{
 };
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use spy::{
-    ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, panic_message, source_chain,
+    ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
+    source_chain,
 };
 pub use watchdog::{DEFAULT_DEADLINE, Watchdog};

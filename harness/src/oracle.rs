@@ -198,7 +198,31 @@ impl Oracle {
                     "the provider returned Err, so there is no output",
                 );
             }
+            ProviderResult::StorageHung { method, limit } => {
+                judgement.violate(
+                    Rule::Deadline,
+                    format!(
+                        "the provider returned a tensor whose storage's {method} had not returned after {limit:?}; trace: {}",
+                        describe_trace(&outcome.trace)
+                    ),
+                );
+                skip_output_rules(
+                    &mut judgement,
+                    "the returned storage hung while it was read back, so the output was not read",
+                );
+            }
             ProviderResult::Returned(returned) => {
+                for panic in &returned.storage_panics {
+                    judgement.violate(Rule::NoPanic, panic.to_string());
+                }
+                if let RuntimeVerdict::Unwound { message } = &outcome.runtime {
+                    judgement.violate(
+                        Rule::NoPanic,
+                        format!(
+                            "after the provider returned its tensor, a panic escaped Runtime::run while the runtime and the destination engine handled that tensor (a call into its storage such as len, map_read or its Drop, or the destination engine's use of it): {message}"
+                        ),
+                    );
+                }
                 check_output(case, route, returned, &mut judgement)
             }
         }
@@ -289,16 +313,31 @@ fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement
             ),
         );
     }
-    if returned.buffer_len != case.len() {
-        judgement.violate(
+    match returned.buffer_len {
+        Some(len) if len != case.len() => judgement.violate(
             Rule::BufferLength,
             format!(
-                "output buffer reports {} elements, the shape {:?} holds {}",
-                returned.buffer_len,
+                "output buffer reports {len} elements, the shape {:?} holds {}",
                 case.shape(),
                 case.len()
             ),
-        );
+        ),
+        Some(len) => {
+            if let Some(later) = returned.buffer_len_changed_to {
+                judgement.violate(
+                    Rule::BufferLength,
+                    format!(
+                        "output buffer reported {len} elements, then {later} when asked again: its length changes between calls (the shape {:?} holds {})",
+                        case.shape(),
+                        case.len()
+                    ),
+                );
+            }
+        }
+        None => judgement.skip(
+            Rule::BufferLength,
+            "the returned storage panicked in len, so its length is unknown (see no-panic)",
+        ),
     }
     let placement = destination.placement_rule();
     if !placement.accepts(&returned.placement) {
@@ -352,10 +391,26 @@ fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement
     }
     // Values are compared element by element, which presupposes the
     // element type and count; a wrong dtype or length is already reported.
-    if returned.dtype != case.dtype() || returned.buffer_len != case.len() {
+    if returned.panic_in("map_read").is_some()
+        || returned.panic_in("the destination's read-back").is_some()
+    {
+        judgement.skip(
+            Rule::Values,
+            "the returned storage panicked while it was read back, so its values could not be read (see no-panic)",
+        );
+        return;
+    }
+    if returned.dtype != case.dtype() || returned.buffer_len.is_some_and(|len| len != case.len()) {
         judgement.skip(
             Rule::Values,
             "dtype or buffer length is wrong, so elements cannot be paired",
+        );
+        return;
+    }
+    if returned.buffer_len.is_none() || returned.buffer_len_changed_to.is_some() {
+        judgement.skip(
+            Rule::Values,
+            "the buffer's length is unknown or changes between calls, so elements cannot be paired",
         );
         return;
     }
@@ -391,6 +446,14 @@ fn residency_difference(storage: &crate::StorageRule, returned: &ReturnedTensor)
 }
 
 fn check_agreement(runtime: &RuntimeVerdict, judgement: &mut Judgement) {
+    // Two verdicts are compared only when both exist.
+    if let RuntimeVerdict::Unwound { .. } = runtime {
+        judgement.skip(
+            Rule::RuntimeAgreement,
+            "a panic escaped Runtime::run, so the runtime gave no verdict to compare",
+        );
+        return;
+    }
     let first = RUNTIME_ORDER.into_iter().find(|rule| {
         judgement
             .violations
@@ -407,7 +470,9 @@ fn check_agreement(runtime: &RuntimeVerdict, judgement: &mut Judgement) {
             Some(format!("the runtime accepted the output, the oracle found a {rule} violation"))
         }
         (RuntimeVerdict::Other { message, .. }, None)
-            if !judgement.violations.iter().any(|violation| matches!(violation.rule, Rule::NoError | Rule::NoPanic | Rule::Completion | Rule::Deadline)) =>
+            // A destination engine may fail on an output whose values
+            // cannot be read in full: the run's failure is explained then.
+            if !judgement.violations.iter().any(|violation| matches!(violation.rule, Rule::NoError | Rule::NoPanic | Rule::Completion | Rule::Deadline | Rule::Values)) =>
         {
             Some(format!("the oracle found no runtime-checked violation, yet the run failed: {message}"))
         }
@@ -424,8 +489,10 @@ fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
     let expected = case.values();
     if actual.len() != expected.len() {
         return Some(format!(
-            "the output image holds {} bytes, expected {}",
+            "the output buffer was read as {} elements ({} bytes), its shape and length say {} ({} bytes): map_read handed out a different number of elements than len reports",
+            actual.len() / width,
             actual.len(),
+            expected.len() / width,
             expected.len()
         ));
     }

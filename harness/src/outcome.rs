@@ -115,7 +115,16 @@ pub enum RuntimeVerdict {
         /// The deadline.
         limit: Duration,
     },
-    /// The run failed for another reason, or panicked outside the provider.
+    /// A panic escaped `Runtime::run` after the provider had returned its
+    /// tensor: in a call the runtime or the destination engine made into
+    /// the returned storage (`len`, `map_read`, its `Drop`, ...), or in the
+    /// destination engine's handling of it. The runtime's own verdict on
+    /// the output is lost with the unwind.
+    Unwound {
+        /// The panic message.
+        message: String,
+    },
+    /// The run failed for another reason.
     Other {
         /// The error's Display.
         message: String,

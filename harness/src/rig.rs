@@ -282,17 +282,16 @@ impl Rig {
                 Ok(match run {
                     Ok(Ok(output)) => RuntimeVerdict::Accepted(output),
                     Ok(Err(verdict)) => verdict,
-                    Err(payload) => RuntimeVerdict::Other {
-                        message: format!(
-                            "Runtime::run panicked outside the provider: {}",
-                            panic_message(payload.as_ref())
-                        ),
-                        chain: vec![],
+                    Err(payload) => RuntimeVerdict::Unwound {
+                        message: panic_message(payload.as_ref()),
                     },
                 })
             },
         )??;
         let calls = spy.take();
+        if calls.is_empty() {
+            lost_call(&runtime_verdict, route)?;
+        }
         // Every tensor of the case (input, transfer, output) is dropped now.
         let leaks = self.leaks_since(&ledgers_before);
         Ok(Outcome {
@@ -303,6 +302,32 @@ impl Rig {
             leaks,
         })
     }
+}
+
+/// A run that ended as if the provider had been called, with no call in
+/// the Spy's record, is the harness's fault (a record lost, or a panic
+/// before the transfer), never the provider's or the runtime's.
+fn lost_call(verdict: &RuntimeVerdict, route: &Route) -> Result<(), HarnessError> {
+    let message = match verdict {
+        RuntimeVerdict::Unwound { message } => {
+            format!("Runtime::run panicked before the provider was called: {message}")
+        }
+        RuntimeVerdict::Accepted(_)
+        | RuntimeVerdict::ContractError { .. }
+        | RuntimeVerdict::ProviderError { .. }
+        | RuntimeVerdict::ProviderPanicked { .. } => {
+            "the runtime's verdict needs a provider call, but the Spy holds no record of one"
+                .to_owned()
+        }
+        _ => return Ok(()),
+    };
+    Err(HarnessError::Runtime {
+        context: format!(
+            "harness fault on route {} (not the provider's, not the runtime's)",
+            route.label()
+        ),
+        message,
+    })
 }
 
 fn observe(read: TensorRead<'_>) -> RuntimeOutput {

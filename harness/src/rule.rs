@@ -186,7 +186,7 @@ impl Rule {
                 "The Spy reads the returned shape; the oracle compares it with the case's."
             }
             Rule::BufferLength => {
-                "The Spy reads buffer().len() exactly as the runtime does; the oracle compares it with the shape's element count."
+                "The Spy reads buffer().len() exactly as the runtime does, and again after reading the buffer; the oracle compares it with the shape's element count and reports a length that changes between calls."
             }
             Rule::Placement => {
                 "The oracle tests the returned placement against the destination endpoint's declared placement rule."
@@ -204,10 +204,10 @@ impl Rule {
                 "The Spy records an Err with its Display and source chain; every built-in case is inside the reference providers' capabilities. An Err that carries a device failure the fault plan injected on this case is an expected error, not a violation."
             }
             Rule::NoPanic => {
-                "The Spy runs the provider inside catch_unwind, records the panic message and hands the runtime an Err."
+                "The Spy runs the provider inside catch_unwind, records the panic message and hands the runtime an Err; every call into the returned storage (len, map_read, the completion probe) is guarded the same way, and a panic that escapes Runtime::run after the provider returned (the storage's Drop, or the runtime's calls into it) is the provider's too."
             }
             Rule::Deadline => {
-                "The Watchdog runs each case on a worker thread; a case that overruns its deadline is reported with the request in flight and the event-domain trace, the hung thread is released or given up, and the next case runs."
+                "The Watchdog runs each case on a worker thread; a case that overruns its deadline is reported with the request in flight (or the returned storage's method that hung) and the event-domain trace, the hung thread is released or given up, and the next case runs."
             }
             Rule::NoLeak => {
                 "The endpoints' allocation ledgers are read before the case and after all its tensors are dropped; allocations the case's thread made and left live are leaks. Plain host memory keeps no ledger."

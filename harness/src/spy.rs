@@ -2,6 +2,7 @@
 //! reads back what it returned before the runtime sees it.
 
 use std::any::Any;
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -84,15 +85,74 @@ fn layout_of(input: &TensorRead<'_>) -> (Vec<isize>, isize) {
     }, external => (Vec::new(), 0))
 }
 
+/// A call into the returned tensor's storage that panicked while the Spy
+/// read the tensor back. The storage is the provider's code, so this is a
+/// `no-panic` violation of the provider's, not a crash of the harness.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub struct StoragePanic {
+    /// The storage method (or probe) that panicked, e.g. `map_read`.
+    pub method: &'static str,
+    /// The panic message.
+    pub message: String,
+}
+
+impl fmt::Display for StoragePanic {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "the returned storage panicked in {}: {}",
+            self.method, self.message
+        )
+    }
+}
+
+/// Runs one call into provider-owned storage, catching its panic.
+struct StorageGuard<'a> {
+    spy: Option<&'a Spy>,
+    panics: Vec<StoragePanic>,
+}
+
+impl StorageGuard<'_> {
+    fn call<R>(&mut self, method: &'static str, call: impl FnOnce() -> R) -> Option<R> {
+        if let Some(spy) = self.spy {
+            spy.set_stage(Some(method));
+        }
+        let result = catch_unwind(AssertUnwindSafe(call));
+        if let Some(spy) = self.spy {
+            spy.set_stage(None);
+        }
+        match result {
+            Ok(value) => Some(value),
+            Err(payload) => {
+                self.panics.push(StoragePanic {
+                    method,
+                    message: panic_message(payload.as_ref()),
+                });
+                None
+            }
+        }
+    }
+}
+
 /// What the provider returned, read before the runtime saw it.
+///
+/// Every call into the tensor's storage (`len`, `backend_family`,
+/// `allocation_domain`, `map_read`, the destination's completion probe and
+/// read-back) runs under a panic guard: a storage that panics is recorded
+/// in [`ReturnedTensor::storage_panics`], and what could be read is kept.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReturnedTensor {
     /// Output dtype.
     pub dtype: DType,
     /// Output shape.
     pub shape: Vec<usize>,
-    /// Length the output buffer reports, as the runtime measures it.
-    pub buffer_len: usize,
+    /// Length the output buffer reports, as the runtime measures it
+    /// (`None` when `len` panicked).
+    pub buffer_len: Option<usize>,
+    /// What a second call of `len`, after the buffer was read, answered,
+    /// when it differs from the first: a length that changes between calls.
+    pub buffer_len_changed_to: Option<usize>,
     /// Output placement.
     pub placement: Placement,
     /// Backend family, `None` for plain host storage.
@@ -103,56 +163,112 @@ pub struct ReturnedTensor {
     pub bytes: Result<Vec<u8>, String>,
     /// Whether the copy into it had completed when the provider returned.
     pub completion: CompletionState,
+    /// Calls into the storage that panicked while it was read back.
+    pub storage_panics: Vec<StoragePanic>,
 }
 
 impl ReturnedTensor {
-    fn of(tensor: &Tensor, destination: Option<&Endpoint>) -> Self {
+    fn of(tensor: &Tensor, destination: Option<&Endpoint>, spy: Option<&Spy>) -> Self {
+        let mut guard = StorageGuard {
+            spy,
+            panics: Vec::new(),
+        };
         // Asked first, before anything else can complete the copy.
         let completion = match destination {
-            Some(endpoint) => endpoint.completion_state(tensor),
+            Some(endpoint) => guard
+                .call("the completion probe", || endpoint.completion_state(tensor))
+                .unwrap_or_else(|| CompletionState::Unknown {
+                    reason: "the returned storage panicked while its completion was probed"
+                        .to_owned(),
+                }),
             None => CompletionState::Unknown {
                 reason: "the Spy was not told the destination".to_owned(),
             },
         };
         let read = TensorRead::from_tensor(tensor);
-        let (buffer_len, mapped) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor),
-            external => (0, Err("external dtypes have no byte image".to_owned())));
+        let backend_family = guard
+            .call("backend_family", || read.backend_family())
+            .flatten();
+        let allocation_domain = guard
+            .call("allocation_domain", || read.allocation_domain())
+            .flatten();
+        let (buffer_len, mapped, buffer_len_changed_to) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor, &mut guard),
+            external => (Some(0), Err("external dtypes have no byte image".to_owned()), None));
         let bytes = destination
-            .and_then(|endpoint| endpoint.device_image(tensor))
+            .and_then(|endpoint| {
+                guard
+                    .call("the destination's read-back", || {
+                        endpoint.device_image(tensor)
+                    })
+                    .unwrap_or_else(|| {
+                        Some(Err(
+                            "the returned storage panicked while it was read back".to_owned()
+                        ))
+                    })
+            })
             .unwrap_or(mapped);
         Self {
             dtype: tensor.dtype(),
             shape: tensor.shape().to_vec(),
             buffer_len,
+            buffer_len_changed_to,
             placement: tensor.placement().clone(),
-            backend_family: read.backend_family(),
-            allocation_domain: read.allocation_domain(),
+            backend_family,
+            allocation_domain,
             bytes,
             completion,
+            storage_panics: guard.panics,
         }
+    }
+
+    /// The panic of `method`, if that storage call panicked.
+    pub fn panic_in(&self, method: &str) -> Option<&StoragePanic> {
+        self.storage_panics
+            .iter()
+            .find(|panic| panic.method == method)
     }
 }
 
-fn buffer_image<T: Element>(tensor: &Tensor) -> (usize, Result<Vec<u8>, String>) {
+/// The buffer's length, its byte image, and a second length read after the
+/// image when it differs from the first.
+fn buffer_image<T: Element>(
+    tensor: &Tensor,
+    guard: &mut StorageGuard<'_>,
+) -> (Option<usize>, Result<Vec<u8>, String>, Option<usize>) {
     let Some(typed) = tensor.as_typed::<T>() else {
-        return (0, Err("tensor does not hold its declared dtype".to_owned()));
+        return (
+            Some(0),
+            Err("tensor does not hold its declared dtype".to_owned()),
+            None,
+        );
     };
     let buffer = typed.buffer();
-    let mut bytes = Vec::new();
+    let len = guard.call("len", || buffer.len());
     let image = match buffer {
         StorageBuffer::Host(values) => {
+            let mut bytes = Vec::new();
             T::extend_bytes(values, &mut bytes);
             Ok(bytes)
         }
-        StorageBuffer::Backend(storage) => match storage.map_read() {
-            Ok(values) => {
+        StorageBuffer::Backend(storage) => match guard.call("map_read", || {
+            storage.map_read().map(|values| {
+                let mut bytes = Vec::new();
                 T::extend_bytes(&values, &mut bytes);
-                Ok(bytes)
-            }
-            Err(error) => Err(format!("map_read failed: {error}")),
+                bytes
+            })
+        }) {
+            Some(Ok(bytes)) => Ok(bytes),
+            Some(Err(error)) => Err(format!("map_read failed: {error}")),
+            None => Err("map_read panicked".to_owned()),
         },
     };
-    (buffer.len(), image)
+    let later = match (len, &buffer) {
+        (Some(first), StorageBuffer::Backend(_)) => guard
+            .call("len", || buffer.len())
+            .filter(|&again| again != first),
+        _ => None,
+    };
+    (len, image, later)
 }
 
 /// How the provider's call ended.
@@ -181,6 +297,14 @@ pub enum ProviderResult {
         /// The deadline.
         limit: Duration,
     },
+    /// It returned a tensor, and a call into that tensor's storage while
+    /// the Spy read it back had not returned when the deadline passed.
+    StorageHung {
+        /// The storage method that hung, e.g. `map_read`.
+        method: &'static str,
+        /// The deadline.
+        limit: Duration,
+    },
 }
 
 /// One call of the provider.
@@ -202,6 +326,7 @@ pub struct Spy {
     destination: Option<Endpoint>,
     records: Mutex<Vec<SpyRecord>>,
     in_flight: Mutex<Option<RequestRecord>>,
+    stage: Mutex<Option<&'static str>>,
 }
 
 impl Spy {
@@ -212,6 +337,7 @@ impl Spy {
             destination: None,
             records: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
+            stage: Mutex::new(None),
         }
     }
 
@@ -230,6 +356,17 @@ impl Spy {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The storage method of the returned tensor that the Spy is calling
+    /// right now, while it reads a returned tensor back (the request is
+    /// still [`Spy::in_flight`] then).
+    pub fn stage(&self) -> Option<&'static str> {
+        *self.stage.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_stage(&self, stage: Option<&'static str>) {
+        *self.stage.lock().unwrap_or_else(PoisonError::into_inner) = stage;
     }
 
     fn set_in_flight(&self, request: Option<RequestRecord>) {
@@ -303,7 +440,6 @@ impl TransferProvider for Spy {
         });
         self.set_in_flight(Some(asked.clone()));
         let result = catch_unwind(AssertUnwindSafe(|| self.inner.transfer_blocking(request)));
-        self.set_in_flight(None);
         trace::record(TraceEvent::ProviderReturned {
             how: match &result {
                 Ok(Ok(_)) => "ok",
@@ -311,14 +447,14 @@ impl TransferProvider for Spy {
                 Err(_) => "panic",
             },
         });
-        match result {
+        let outcome = match result {
             Ok(Ok(tensor)) => {
+                // The request stays in flight while the returned storage is
+                // read: a hang there is the provider's too.
+                let returned = ReturnedTensor::of(&tensor, self.destination.as_ref(), Some(self));
                 self.push(SpyRecord {
                     request: asked,
-                    result: ProviderResult::Returned(ReturnedTensor::of(
-                        &tensor,
-                        self.destination.as_ref(),
-                    )),
+                    result: ProviderResult::Returned(returned),
                 });
                 Ok(tensor)
             }
@@ -345,6 +481,8 @@ impl TransferProvider for Spy {
                     "transfer provider panicked: {message}"
                 )))
             }
-        }
+        };
+        self.set_in_flight(None);
+        outcome
     }
 }

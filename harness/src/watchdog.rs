@@ -195,6 +195,7 @@ impl Watchdog {
     /// if it comes back within the grace period.
     fn give_up(&mut self, worker: Worker) -> Outcome {
         let request = worker.spy.in_flight();
+        let stage = worker.spy.stage();
         let trace = worker.trace.events();
         let event_domains = worker.event_domains;
         hold::release(worker.thread);
@@ -209,7 +210,10 @@ impl Watchdog {
             calls: request
                 .map(|request| SpyRecord {
                     request,
-                    result: ProviderResult::TimedOut { limit },
+                    result: match stage {
+                        Some(method) => ProviderResult::StorageHung { method, limit },
+                        None => ProviderResult::TimedOut { limit },
+                    },
                 })
                 .into_iter()
                 .collect(),

@@ -13,6 +13,7 @@ use tenferro_tensor::{
     HostWriteGuard, MemoryKind, Placement, StorageBuffer, Tensor, TensorRead, TypedTensor,
 };
 
+use super::hostile::{Hostility, hostile};
 use crate::{
     AllocationLedger, Element, SIM_FAMILY, SimStorage, compact_strides, strided_positions,
     with_element,
@@ -88,11 +89,28 @@ pub enum Fault {
     /// `no-panic`: queues a copy into device memory and panics while it is
     /// in flight (on host destinations, panics after the copy).
     PanicMidCopy,
+    /// `no-panic`: the returned device storage panics in `map_read` (a
+    /// plain host output has no storage of the provider's: unchanged).
+    PanickingMapRead,
+    /// `no-panic`: the returned device storage panics in `len` (host
+    /// outputs unchanged).
+    PanickingLen,
+    /// `no-panic`: dropping the returned device storage panics (host
+    /// outputs unchanged).
+    PanickingDrop,
+    /// `buffer-length`: the returned device storage's `len` is right the
+    /// first time it is asked and one more every later time (host outputs
+    /// unchanged).
+    UnstableLength,
+    /// `values`: the returned device storage's `map_read` hands out every
+    /// element but the last, though `len` counts them all (host outputs
+    /// unchanged).
+    ShortMapRead,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 24] = [
+    pub const ALL: [Fault; 29] = [
         Fault::WrongDtype,
         Fault::RankChanged,
         Fault::DimsPermuted,
@@ -117,6 +135,11 @@ impl Fault {
         Fault::Leaky,
         Fault::Hang,
         Fault::PanicMidCopy,
+        Fault::PanickingMapRead,
+        Fault::PanickingLen,
+        Fault::PanickingDrop,
+        Fault::UnstableLength,
+        Fault::ShortMapRead,
     ];
 
     /// A stable kebab-case name.
@@ -146,6 +169,11 @@ impl Fault {
             Fault::Leaky => "leaky",
             Fault::Hang => "hang",
             Fault::PanicMidCopy => "panic-mid-copy",
+            Fault::PanickingMapRead => "panicking-map-read",
+            Fault::PanickingLen => "panicking-len",
+            Fault::PanickingDrop => "panicking-drop",
+            Fault::UnstableLength => "unstable-length",
+            Fault::ShortMapRead => "short-map-read",
         }
     }
 
@@ -177,6 +205,18 @@ impl Fault {
                 | Fault::IgnoreOffset
                 | Fault::PartialCopy
         )
+    }
+
+    /// How the returned storage misbehaves, for the storage faults.
+    fn hostility(self) -> Option<Hostility> {
+        match self {
+            Fault::PanickingMapRead => Some(Hostility::PanicInMapRead),
+            Fault::PanickingLen => Some(Hostility::PanicInLen),
+            Fault::PanickingDrop => Some(Hostility::PanicInDrop),
+            Fault::UnstableLength => Some(Hostility::UnstableLength),
+            Fault::ShortMapRead => Some(Hostility::ShortMapRead),
+            _ => None,
+        }
     }
 
     fn breaks_metadata(self) -> bool {
@@ -270,6 +310,12 @@ impl TransferProvider for Broken {
         for &fault in self.faults.iter().filter(|fault| fault.breaks_metadata()) {
             output = with_element!(output.dtype(), T => break_metadata::<T>(fault, output)?,
                 external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
+        }
+        if let Some(hostility) = self.faults.iter().find_map(|fault| fault.hostility()) {
+            output = with_element!(output.dtype(), T => {
+                let values = values_of::<T>(&output)?;
+                hostile::<T>(output, values, hostility)?
+            }, external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
         }
         if self.faults.contains(&Fault::Leaky) {
             let staging = with_element!(output.dtype(), T => staging::<T>(&input, &output),

@@ -2,6 +2,7 @@
 //! ones that show what each rule of the contract means.
 
 mod broken;
+mod hostile;
 mod reference;
 
 pub use broken::{Broken, FORGED_FAMILY, Fault, wrong_dtype_of};
