@@ -55,3 +55,68 @@ fn the_contract_page_quotes_each_example_violation_from_its_snapshot() {
     }
     assert_eq!(quoted, 12, "one example per rule but runtime-agreement");
 }
+
+/// The rows `code | meaning` of the markdown table that follows `header`.
+fn exit_code_rows(page: &str, header: &str) -> Vec<(String, String)> {
+    page.lines()
+        .skip_while(|line| *line != header)
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let (code, meaning) = line
+                .trim_matches('|')
+                .split_once(" | ")
+                .unwrap_or_else(|| panic!("a row `| code | meaning |`: {line}"));
+            (code.trim().to_owned(), meaning.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_exit_code_tables_are_the_rows_help_prints() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    // `  N  meaning`, continued on lines indented further.
+    let mut printed: Vec<(String, String)> = Vec::new();
+    for line in help
+        .split_once("Exit codes:\n")
+        .expect("--help prints the exit codes")
+        .1
+        .lines()
+        .take_while(|line| line.starts_with("  "))
+    {
+        let line = line.trim();
+        match line.split_once("  ") {
+            Some((code, meaning)) if code.parse::<u8>().is_ok() => {
+                printed.push((code.to_owned(), meaning.to_owned()));
+            }
+            _ => {
+                let (_, meaning) = printed.last_mut().expect("a code before its continuation");
+                meaning.push(' ');
+                meaning.push_str(line);
+            }
+        }
+    }
+    assert_eq!(printed.len(), 4, "{help}");
+    for (page, text, header) in [
+        (
+            "README.md",
+            include_str!("../../README.md"),
+            "| exit code | meaning |",
+        ),
+        (
+            "docs/report-format.md",
+            include_str!("../../docs/report-format.md"),
+            "| code | meaning |",
+        ),
+    ] {
+        assert_eq!(
+            exit_code_rows(text, header),
+            printed,
+            "{page}'s exit-code table differs from --help's"
+        );
+    }
+}
