@@ -120,3 +120,62 @@ fn the_exit_code_tables_are_the_rows_help_prints() {
         );
     }
 }
+
+/// The libFuzzer flags `.ci/fuzz-smoke` passes (the words after `--` on the
+/// `fuzz run` command).
+fn fuzz_smoke_flags() -> Vec<String> {
+    let script = include_str!("../../.ci/fuzz-smoke");
+    let run = script
+        .split_once("fuzz run ")
+        .expect(".ci/fuzz-smoke runs cargo fuzz run")
+        .1;
+    let flags = run
+        .split_once(" -- \\\n")
+        .expect("libFuzzer flags after --")
+        .1;
+    flags
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_fuzzing_page_says_what_fails_the_smoke_run_as_the_script_runs_it() {
+    let flags = fuzz_smoke_flags();
+    assert!(
+        flags.iter().any(|flag| flag.starts_with("-timeout=")),
+        "{flags:?}"
+    );
+    let page = include_str!("../../docs/fuzzing.md");
+    let ci = page
+        .split_once("\n## CI\n")
+        .expect("docs/fuzzing.md has a CI section")
+        .1
+        .split("\n## ")
+        .next()
+        .unwrap();
+    for flag in &flags {
+        // `-max_total_time="$seconds"` is written `-max_total_time=$FUZZ_SECONDS`.
+        let flag = flag.replace("\"$seconds\"", "$FUZZ_SECONDS");
+        assert!(
+            ci.contains(&format!("`{flag}`")),
+            "docs/fuzzing.md's CI section does not name `{flag}`, which .ci/fuzz-smoke passes"
+        );
+    }
+    let leaks_off = flags.iter().any(|flag| flag == "-detect_leaks=0");
+    let header = include_str!("../../.ci/fuzz-smoke")
+        .split("\nset -euo pipefail")
+        .next()
+        .unwrap();
+    for (what, text) in [("docs/fuzzing.md", ci), (".ci/fuzz-smoke", header)] {
+        assert_eq!(
+            text.contains("a leak does not fail it"),
+            leaks_off,
+            "{what} must say whether a leak fails the smoke run (-detect_leaks=0: it does not)"
+        );
+        assert!(!text.contains("crash, leak or timeout"), "{what}");
+    }
+}
