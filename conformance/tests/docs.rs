@@ -179,3 +179,44 @@ fn the_fuzzing_page_says_what_fails_the_smoke_run_as_the_script_runs_it() {
         assert!(!text.contains("crash, leak or timeout"), "{what}");
     }
 }
+
+#[test]
+fn the_ci_script_lists_every_step_in_its_header() {
+    let script = include_str!("../../.ci/run");
+    let steps: Vec<&str> = script
+        .lines()
+        .filter_map(|line| line.strip_prefix("step \""))
+        .map(|line| line.trim_end_matches('"'))
+        .collect();
+    let listed: Vec<&str> = script
+        .lines()
+        .skip_while(|line| *line != "# Steps, in order (each prints `=== <step>`):")
+        .skip(1)
+        .map_while(|line| line.strip_prefix("#   - "))
+        .collect();
+    assert!(steps.len() >= 10, "{steps:?}");
+    assert_eq!(
+        listed, steps,
+        ".ci/run's header lists other steps than it runs"
+    );
+}
+
+#[test]
+fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
+    let guide = include_str!("../../docs/guide.md");
+    let command = guide
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("$ cargo test ")
+                .filter(|rest| rest.contains("buggy"))
+        })
+        .map(|rest| format!("cargo test {rest}"))
+        .expect("the guide shows the buggy example's command");
+    let script = include_str!("../../.ci/run");
+    assert!(
+        script
+            .lines()
+            .any(|line| line.contains(&format!("if {command} >"))),
+        ".ci/run does not run the guide's command `{command}`"
+    );
+}
