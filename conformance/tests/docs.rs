@@ -220,3 +220,51 @@ fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
         ".ci/run does not run the guide's command `{command}`"
     );
 }
+
+#[test]
+fn the_docs_name_the_examples_in_repository_dependencies() {
+    // Each in-repository dependency of an example crate, by manifest section.
+    let mut found = Vec::new();
+    for manifest in [
+        include_str!("../../examples/stream-upload/Cargo.toml"),
+        include_str!("../../examples/buggy-upload/Cargo.toml"),
+    ] {
+        let mut section = "";
+        for line in manifest.lines() {
+            if line.starts_with('[') {
+                section = line;
+            } else if line.contains("path = \"../../") {
+                let name = line.split_once(' ').unwrap().0;
+                found.push((section.to_owned(), name.to_owned()));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    // The docs say: the suite as a dev-dependency, as a third party has it;
+    // the simulated device as a normal dependency, in place of a device of
+    // their own. A change here must change README.md and docs/guide.md.
+    assert_eq!(
+        found,
+        [
+            (
+                "[dependencies]".to_owned(),
+                "tenferro-mock-devices".to_owned()
+            ),
+            (
+                "[dev-dependencies]".to_owned(),
+                "tenferro-transfer-conformance".to_owned()
+            ),
+        ]
+    );
+    for (page, text) in [
+        ("README.md", include_str!("../../README.md")),
+        ("docs/guide.md", include_str!("../../docs/guide.md")),
+    ] {
+        assert!(!text.contains("exactly as a third party"), "{page}");
+        assert!(
+            text.contains("`tenferro-mock-devices` (a normal dependency)"),
+            "{page} does not say the examples depend on tenferro-mock-devices"
+        );
+    }
+}
