@@ -222,6 +222,36 @@ fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
 }
 
 #[test]
+fn no_page_names_a_path_of_one_machine() {
+    for (page, text) in [
+        ("README.md", include_str!("../../README.md")),
+        (
+            "docs/architecture.md",
+            include_str!("../../docs/architecture.md"),
+        ),
+        ("docs/contract.md", include_str!("../../docs/contract.md")),
+        ("docs/cuda.md", include_str!("../../docs/cuda.md")),
+        ("docs/fuzzing.md", include_str!("../../docs/fuzzing.md")),
+        ("docs/guide.md", include_str!("../../docs/guide.md")),
+        (
+            "docs/performance.md",
+            include_str!("../../docs/performance.md"),
+        ),
+        (
+            "docs/report-format.md",
+            include_str!("../../docs/report-format.md"),
+        ),
+    ] {
+        for path in ["/root/", "/home/", "/Users/"] {
+            assert!(
+                !text.contains(path),
+                "{page} names {path}: use $HOME or a variable"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_docs_name_the_examples_in_repository_dependencies() {
     // Each in-repository dependency of an example crate, by manifest section.
     let mut found = Vec::new();
@@ -266,5 +296,59 @@ fn the_docs_name_the_examples_in_repository_dependencies() {
             text.contains("`tenferro-mock-devices` (a normal dependency)"),
             "{page} does not say the examples depend on tenferro-mock-devices"
         );
+    }
+}
+
+#[test]
+fn the_cuda_page_quotes_the_skip_reason_the_code_gives() {
+    let page = include_str!("../../docs/cuda.md");
+    let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
+        return; // a usable GPU: nothing is skipped
+    };
+    assert!(
+        page.contains(&reason),
+        "docs/cuda.md does not quote the skip reason: {reason}"
+    );
+    // The routes skip with the same reason.
+    for route in [
+        tenferro_transfer_conformance::harness::Route::host_to_cuda(),
+        tenferro_transfer_conformance::harness::Route::cuda_to_host(),
+    ] {
+        match route {
+            Err(tenferro_transfer_conformance::harness::HarnessError::Unavailable {
+                reason: route_reason,
+            }) => assert_eq!(route_reason, reason),
+            Err(tenferro_transfer_conformance::harness::HarnessError::CudaRequired { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// `n` with a comma every three digits, as the docs write numbers.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn the_guide_says_when_the_large_and_the_oversize_cases_exist() {
+    let guide = include_str!("../../docs/guide.md");
+    let large = format!(
+        "declared maximum is at least {} elements",
+        thousands(tenferro_transfer_conformance::LARGE_ELEMENTS)
+    );
+    let oversize = format!(
+        "declared maximum is below {} elements",
+        thousands(tenferro_transfer_conformance::harness::MAX_EXCEEDED_ELEMENTS)
+    );
+    for text in [large, oversize] {
+        assert!(guide.contains(&text), "docs/guide.md does not say: {text}");
     }
 }
