@@ -25,6 +25,13 @@ use crate::suite::provider_for;
 pub const REPLAY_ENV: &str = "TRANSFER_CONFORMANCE_REPLAY";
 /// Environment variable fixing the generator's seed.
 pub const SEED_ENV: &str = "TRANSFER_CONFORMANCE_SEED";
+/// Environment variable naming the built-in provider that a replay under
+/// `cargo test --test generated` runs (unset: every built-in provider).
+pub const PROVIDER_ENV: &str = "TRANSFER_CONFORMANCE_PROVIDER";
+/// Environment variable listing, comma-separated, the faults that a replay
+/// under `cargo test --test generated` injects, so that it reproduces a
+/// failure found under `--inject`.
+pub const INJECT_ENV: &str = "TRANSFER_CONFORMANCE_INJECT";
 
 /// How to run the generated suite.
 #[derive(Clone, Debug)]
@@ -78,7 +85,8 @@ pub struct GeneratedFailure {
     pub violations: Vec<ViolationRow>,
     /// A CLI command that replays exactly that case.
     pub replay_command: String,
-    /// The same for `cargo test`.
+    /// The same for `cargo test --test generated`, through [`REPLAY_ENV`],
+    /// [`PROVIDER_ENV`] and (for injected faults) [`INJECT_ENV`].
     pub replay_env: String,
 }
 
@@ -308,6 +316,17 @@ pub fn run_generated(
         .iter()
         .map(|fault| format!(" --inject {}", fault.name()))
         .collect();
+    let inject_env = match options.inject.as_slice() {
+        [] => String::new(),
+        faults => format!(
+            " {INJECT_ENV}={}",
+            faults
+                .iter()
+                .map(|fault| fault.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    };
     Ok(GeneratedReport {
         provider: provider.name.to_owned(),
         route: route.label(),
@@ -323,7 +342,11 @@ pub fn run_generated(
                     provider.name,
                     shell_quote(&json)
                 ),
-                replay_env: format!("{REPLAY_ENV}={} cargo test", shell_quote(&json)),
+                replay_env: format!(
+                    "{REPLAY_ENV}={} {PROVIDER_ENV}={}{inject_env} cargo test --test generated",
+                    shell_quote(&json),
+                    provider.name
+                ),
                 minimal,
                 violations,
             }

@@ -1,7 +1,7 @@
 //! `transfer-conformance`: runs the conformance suite against the built-in
 //! providers and prints the report.
 
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -16,14 +16,19 @@ use tenferro_transfer_conformance::{
     run_fixed_suite_with_progress, selftest,
 };
 
-/// Exit codes, as `--help` prints them.
+/// Exit codes, as `--help` prints them. README.md and
+/// docs/report-format.md repeat these rows word for word
+/// (`conformance/tests/docs.rs` compares them).
 const EXIT_CODES: &str = "\
 Exit codes:
   0  every case passed (skipped cases, if any, are listed, never counted as passes)
   1  at least one case failed (a broken rule, or a case the harness could not set up)
-  2  bad usage: an unknown flag, provider, fault or profile, a format the command
-     does not support, or a report that could not be written
-  3  nothing was checked: no case failed and none passed (every case skipped)";
+  2  bad usage (an unknown flag, provider, fault or profile, a flag or format the
+     command does not take, a recipe that does not parse), or a report that could
+     not be written
+  3  nothing was checked: no case failed and none passed (every case skipped)
+
+What each command returns: docs/report-format.md, \"Exit codes\".";
 
 /// Conformance suite for tenferro TransferProvider implementations.
 ///
@@ -39,27 +44,33 @@ struct Cli {
     /// `generated` and `rules` take table and json; `replay` takes table.
     #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
     format: Format,
-    /// Colour the table: auto colours only when stdout is a terminal and
-    /// NO_COLOR is unset or empty.
+    /// Colour the suite run's table: auto colours only when stdout is a
+    /// terminal and NO_COLOR is unset or empty.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColourChoice::Auto, global = true)]
     color: ColourChoice,
     /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host,
-    /// cuda-upload, cuda-download.
+    /// cuda-upload, cuda-download. Every command but `rules` takes it.
     #[arg(long = "provider", value_name = "NAME", global = true)]
     providers: Vec<String>,
-    /// Inject a fault into every provider of the suite run (repeatable), to
-    /// see how a broken provider is reported; e.g. one-ulp, wrong-dtype.
+    /// Inject a fault into every provider (repeatable), to see how a broken
+    /// provider is reported; e.g. one-ulp, wrong-dtype. The suite run,
+    /// `generated` and `replay` take it.
     #[arg(long = "inject", value_name = "FAULT", value_parser = parse_fault, global = true)]
     inject: Vec<Fault>,
-    /// Per-case deadline in milliseconds: a provider that has not returned
-    /// by then fails the `deadline` rule, and the run goes on.
-    #[arg(
-        long = "deadline-ms",
-        value_name = "MS",
-        default_value_t = 60_000,
-        global = true
-    )]
-    deadline_ms: u64,
+    /// Per-case deadline in milliseconds (default 60000): a provider that
+    /// has not returned by then fails the `deadline` rule, and the run goes
+    /// on. The suite run and `generated` take it.
+    #[arg(long = "deadline-ms", value_name = "MS", global = true)]
+    deadline_ms: Option<u64>,
+}
+
+/// The per-case deadline when `--deadline-ms` is not given.
+const DEFAULT_DEADLINE_MS: u64 = 60_000;
+
+impl Cli {
+    fn deadline(&self) -> Duration {
+        Duration::from_millis(self.deadline_ms.unwrap_or(DEFAULT_DEADLINE_MS))
+    }
 }
 
 fn parse_fault(name: &str) -> Result<Fault, String> {
@@ -180,6 +191,26 @@ impl Command {
     }
 }
 
+/// Flags a command does not take are bad usage (exit code 2), as formats
+/// are: a flag that silently did nothing would look like a check that ran.
+fn check_flags(command: &Command, cli: &Cli) -> Result<(), String> {
+    let takes = |flag: &str| match command {
+        Command::Run | Command::Generated { .. } => true,
+        Command::Replay { .. } => flag != "--deadline-ms",
+        Command::SelfTest => flag == "--provider",
+        Command::Rules => false,
+    };
+    let given = [
+        ("--provider", !cli.providers.is_empty()),
+        ("--inject", !cli.inject.is_empty()),
+        ("--deadline-ms", cli.deadline_ms.is_some()),
+    ];
+    match given.iter().find(|(flag, given)| *given && !takes(flag)) {
+        Some((flag, _)) => Err(format!("{flag} does not apply to {}", command.name())),
+        None => Ok(()),
+    }
+}
+
 fn check_format(command: &Command, format: Format) -> Result<(), String> {
     if command.formats().contains(&format) {
         return Ok(());
@@ -199,7 +230,7 @@ fn check_format(command: &Command, format: Format) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     quiet_injected_panics();
     let providers = match select(&cli.providers) {
         Ok(providers) => providers,
@@ -208,8 +239,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let command = cli.command.unwrap_or(Command::Run);
-    if let Err(message) = check_format(&command, cli.format) {
+    let command = cli.command.take().unwrap_or(Command::Run);
+    if let Err(message) =
+        check_format(&command, cli.format).and_then(|()| check_flags(&command, &cli))
+    {
         eprintln!("error: {message}");
         return ExitCode::from(2);
     }
@@ -217,7 +250,7 @@ fn main() -> ExitCode {
         Command::Run => {
             let options = SuiteOptions {
                 inject: cli.inject.clone(),
-                deadline: Duration::from_millis(cli.deadline_ms),
+                deadline: cli.deadline(),
                 ..SuiteOptions::default()
             };
             let report = run_fixed_suite_with_progress(
@@ -234,8 +267,9 @@ fn main() -> ExitCode {
             finish(text, report.outcome().exit_code())
         }
         Command::Rules => {
-            print!("{}", rules_text(cli.format));
-            ExitCode::SUCCESS
+            let text = rules_text(cli.format);
+            // `finish` ends the text with the newline it already has.
+            finish(Ok(text.strip_suffix('\n').unwrap_or(&text).to_owned()), 0)
         }
         Command::SelfTest => {
             let report = selftest::run(&providers);
@@ -249,10 +283,13 @@ fn main() -> ExitCode {
             let options = GeneratedOptions {
                 seed,
                 inject: cli.inject.clone(),
-                deadline: Duration::from_millis(cli.deadline_ms),
+                deadline: cli.deadline(),
                 ..GeneratedOptions::new(profile)
             };
             let mut reports = Vec::new();
+            // A provider the harness could not run fails the run, as a case
+            // it could not set up fails the suite run; the others still run.
+            let mut errors = 0;
             for provider in &providers {
                 match run_generated(provider, &options) {
                     Ok(report) => reports.push(report),
@@ -261,11 +298,11 @@ fn main() -> ExitCode {
                     }
                     Err(error) => {
                         eprintln!("error: {}: {error}", provider.name);
-                        return ExitCode::from(2);
+                        errors += 1;
                     }
                 }
             }
-            let failed = reports.iter().any(|report| report.failure.is_some());
+            let failed = errors > 0 || reports.iter().any(|report| report.failure.is_some());
             let text = match cli.format {
                 Format::Json => {
                     serde_json::to_string_pretty(&reports).map_err(|error| error.to_string())
@@ -275,7 +312,7 @@ fn main() -> ExitCode {
                     .map(|report| report.to_text())
                     .collect::<String>()),
             };
-            finish(text, u8::from(failed))
+            finish(text, judged_exit_code(failed, !reports.is_empty()))
         }
         Command::Replay { recipe } => {
             let recipe: Recipe = match recipe.parse() {
@@ -286,10 +323,12 @@ fn main() -> ExitCode {
                 }
             };
             let mut failed = false;
+            let mut judged = false;
             let mut out = String::new();
             for provider in &providers {
                 match replay(provider, &cli.inject, &recipe) {
                     Ok(judgement) => {
+                        judged = true;
                         failed |= !judgement.passed();
                         out.push_str(&format!(
                             "{}: {}\n",
@@ -309,8 +348,19 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            finish(Ok(out), u8::from(failed))
+            finish(Ok(out), judged_exit_code(failed, judged))
         }
+    }
+}
+
+/// The exit code of a command that judges providers: 1 when anything
+/// failed, 3 when nothing was judged (every provider skipped: a skip is
+/// never a pass), else 0.
+fn judged_exit_code(failed: bool, judged: bool) -> u8 {
+    match (failed, judged) {
+        (true, _) => 1,
+        (false, false) => 3,
+        (false, true) => 0,
     }
 }
 
@@ -322,14 +372,21 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         .join(": ")
 }
 
+/// Print the report and exit with `code`; a report that cannot be rendered
+/// or written to stdout (a closed pipe, a full disk) exits 2 instead.
 fn finish(text: Result<String, String>, code: u8) -> ExitCode {
-    match text {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::from(code)
-        }
+    let text = match text {
+        Ok(text) => text,
         Err(error) => {
             eprintln!("error: cannot render the report: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: cannot write the report: {error}");
             ExitCode::from(2)
         }
     }

@@ -55,3 +55,300 @@ fn the_contract_page_quotes_each_example_violation_from_its_snapshot() {
     }
     assert_eq!(quoted, 12, "one example per rule but runtime-agreement");
 }
+
+/// The rows `code | meaning` of the markdown table that follows `header`.
+fn exit_code_rows(page: &str, header: &str) -> Vec<(String, String)> {
+    page.lines()
+        .skip_while(|line| *line != header)
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let (code, meaning) = line
+                .trim_matches('|')
+                .split_once(" | ")
+                .unwrap_or_else(|| panic!("a row `| code | meaning |`: {line}"));
+            (code.trim().to_owned(), meaning.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_exit_code_tables_are_the_rows_help_prints() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    // `  N  meaning`, continued on lines indented further.
+    let mut printed: Vec<(String, String)> = Vec::new();
+    for line in help
+        .split_once("Exit codes:\n")
+        .expect("--help prints the exit codes")
+        .1
+        .lines()
+        .take_while(|line| line.starts_with("  "))
+    {
+        let line = line.trim();
+        match line.split_once("  ") {
+            Some((code, meaning)) if code.parse::<u8>().is_ok() => {
+                printed.push((code.to_owned(), meaning.to_owned()));
+            }
+            _ => {
+                let (_, meaning) = printed.last_mut().expect("a code before its continuation");
+                meaning.push(' ');
+                meaning.push_str(line);
+            }
+        }
+    }
+    assert_eq!(printed.len(), 4, "{help}");
+    for (page, text, header) in [
+        (
+            "README.md",
+            include_str!("../../README.md"),
+            "| exit code | meaning |",
+        ),
+        (
+            "docs/report-format.md",
+            include_str!("../../docs/report-format.md"),
+            "| code | meaning |",
+        ),
+    ] {
+        assert_eq!(
+            exit_code_rows(text, header),
+            printed,
+            "{page}'s exit-code table differs from --help's"
+        );
+    }
+}
+
+/// The libFuzzer flags `.ci/fuzz-smoke` passes (the words after `--` on the
+/// `fuzz run` command).
+fn fuzz_smoke_flags() -> Vec<String> {
+    let script = include_str!("../../.ci/fuzz-smoke");
+    let run = script
+        .split_once("fuzz run ")
+        .expect(".ci/fuzz-smoke runs cargo fuzz run")
+        .1;
+    let flags = run
+        .split_once(" -- \\\n")
+        .expect("libFuzzer flags after --")
+        .1;
+    flags
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_fuzzing_page_says_what_fails_the_smoke_run_as_the_script_runs_it() {
+    let flags = fuzz_smoke_flags();
+    assert!(
+        flags.iter().any(|flag| flag.starts_with("-timeout=")),
+        "{flags:?}"
+    );
+    let page = include_str!("../../docs/fuzzing.md");
+    let ci = page
+        .split_once("\n## CI\n")
+        .expect("docs/fuzzing.md has a CI section")
+        .1
+        .split("\n## ")
+        .next()
+        .unwrap();
+    for flag in &flags {
+        // `-max_total_time="$seconds"` is written `-max_total_time=$FUZZ_SECONDS`.
+        let flag = flag.replace("\"$seconds\"", "$FUZZ_SECONDS");
+        assert!(
+            ci.contains(&format!("`{flag}`")),
+            "docs/fuzzing.md's CI section does not name `{flag}`, which .ci/fuzz-smoke passes"
+        );
+    }
+    let leaks_off = flags.iter().any(|flag| flag == "-detect_leaks=0");
+    let header = include_str!("../../.ci/fuzz-smoke")
+        .split("\nset -euo pipefail")
+        .next()
+        .unwrap();
+    for (what, text) in [("docs/fuzzing.md", ci), (".ci/fuzz-smoke", header)] {
+        assert_eq!(
+            text.contains("a leak does not fail it"),
+            leaks_off,
+            "{what} must say whether a leak fails the smoke run (-detect_leaks=0: it does not)"
+        );
+        assert!(!text.contains("crash, leak or timeout"), "{what}");
+    }
+}
+
+#[test]
+fn the_ci_script_lists_every_step_in_its_header() {
+    let script = include_str!("../../.ci/run");
+    let steps: Vec<&str> = script
+        .lines()
+        .filter_map(|line| line.strip_prefix("step \""))
+        .map(|line| line.trim_end_matches('"'))
+        .collect();
+    let listed: Vec<&str> = script
+        .lines()
+        .skip_while(|line| *line != "# Steps, in order (each prints `=== <step>`):")
+        .skip(1)
+        .map_while(|line| line.strip_prefix("#   - "))
+        .collect();
+    assert!(steps.len() >= 10, "{steps:?}");
+    assert_eq!(
+        listed, steps,
+        ".ci/run's header lists other steps than it runs"
+    );
+}
+
+#[test]
+fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
+    let guide = include_str!("../../docs/guide.md");
+    let command = guide
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("$ cargo test ")
+                .filter(|rest| rest.contains("buggy"))
+        })
+        .map(|rest| format!("cargo test {rest}"))
+        .expect("the guide shows the buggy example's command");
+    let script = include_str!("../../.ci/run");
+    assert!(
+        script
+            .lines()
+            .any(|line| line.contains(&format!("if {command} >"))),
+        ".ci/run does not run the guide's command `{command}`"
+    );
+}
+
+#[test]
+fn no_page_names_a_path_of_one_machine() {
+    for (page, text) in [
+        ("README.md", include_str!("../../README.md")),
+        (
+            "docs/architecture.md",
+            include_str!("../../docs/architecture.md"),
+        ),
+        ("docs/contract.md", include_str!("../../docs/contract.md")),
+        ("docs/cuda.md", include_str!("../../docs/cuda.md")),
+        ("docs/fuzzing.md", include_str!("../../docs/fuzzing.md")),
+        ("docs/guide.md", include_str!("../../docs/guide.md")),
+        (
+            "docs/performance.md",
+            include_str!("../../docs/performance.md"),
+        ),
+        (
+            "docs/report-format.md",
+            include_str!("../../docs/report-format.md"),
+        ),
+    ] {
+        for path in ["/root/", "/home/", "/Users/"] {
+            assert!(
+                !text.contains(path),
+                "{page} names {path}: use $HOME or a variable"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_docs_name_the_examples_in_repository_dependencies() {
+    // Each in-repository dependency of an example crate, by manifest section.
+    let mut found = Vec::new();
+    for manifest in [
+        include_str!("../../examples/stream-upload/Cargo.toml"),
+        include_str!("../../examples/buggy-upload/Cargo.toml"),
+    ] {
+        let mut section = "";
+        for line in manifest.lines() {
+            if line.starts_with('[') {
+                section = line;
+            } else if line.contains("path = \"../../") {
+                let name = line.split_once(' ').unwrap().0;
+                found.push((section.to_owned(), name.to_owned()));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    // The docs say: the suite as a dev-dependency, as a third party has it;
+    // the simulated device as a normal dependency, in place of a device of
+    // their own. A change here must change README.md and docs/guide.md.
+    assert_eq!(
+        found,
+        [
+            (
+                "[dependencies]".to_owned(),
+                "tenferro-mock-devices".to_owned()
+            ),
+            (
+                "[dev-dependencies]".to_owned(),
+                "tenferro-transfer-conformance".to_owned()
+            ),
+        ]
+    );
+    for (page, text) in [
+        ("README.md", include_str!("../../README.md")),
+        ("docs/guide.md", include_str!("../../docs/guide.md")),
+    ] {
+        assert!(!text.contains("exactly as a third party"), "{page}");
+        assert!(
+            text.contains("`tenferro-mock-devices` (a normal dependency)"),
+            "{page} does not say the examples depend on tenferro-mock-devices"
+        );
+    }
+}
+
+#[test]
+fn the_cuda_page_quotes_the_skip_reason_the_code_gives() {
+    let page = include_str!("../../docs/cuda.md");
+    let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
+        return; // a usable GPU: nothing is skipped
+    };
+    assert!(
+        page.contains(&reason),
+        "docs/cuda.md does not quote the skip reason: {reason}"
+    );
+    // The routes skip with the same reason.
+    for route in [
+        tenferro_transfer_conformance::harness::Route::host_to_cuda(),
+        tenferro_transfer_conformance::harness::Route::cuda_to_host(),
+    ] {
+        match route {
+            Err(tenferro_transfer_conformance::harness::HarnessError::Unavailable {
+                reason: route_reason,
+            }) => assert_eq!(route_reason, reason),
+            Err(tenferro_transfer_conformance::harness::HarnessError::CudaRequired { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// `n` with a comma every three digits, as the docs write numbers.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn the_guide_says_when_the_large_and_the_oversize_cases_exist() {
+    let guide = include_str!("../../docs/guide.md");
+    let large = format!(
+        "declared maximum is at least {} elements",
+        thousands(tenferro_transfer_conformance::LARGE_ELEMENTS)
+    );
+    let oversize = format!(
+        "declared maximum is below {} elements",
+        thousands(tenferro_transfer_conformance::harness::MAX_EXCEEDED_ELEMENTS)
+    );
+    for text in [large, oversize] {
+        assert!(guide.contains(&text), "docs/guide.md does not say: {text}");
+    }
+}
