@@ -11,7 +11,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use tenferro_tensor::DType;
 use tenferro_transfer_conformance::builtin_provider;
-use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, ProviderResult, Rig};
+use tenferro_transfer_conformance::harness::{Case, Layout, Oracle, ProviderResult, ReadBack, Rig};
 
 use support::{interleaved, report, timed};
 
@@ -27,7 +27,9 @@ fn bench(criterion: &mut Criterion) {
     let Some(ProviderResult::Returned(returned)) = outcome.call().map(|call| &call.result) else {
         panic!("the provider returned no tensor");
     };
-    let arrived = returned.bytes.as_ref().expect("readable output");
+    let ReadBack::Bytes(arrived) = &returned.bytes else {
+        panic!("unreadable output: {:?}", returned.bytes);
+    };
     assert_eq!(arrived.len(), BYTES);
     assert!(Oracle.judge(&case, &route, &outcome).passed());
 

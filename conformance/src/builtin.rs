@@ -2,9 +2,17 @@
 
 use std::sync::Arc;
 
-use tenferro_mock_devices::{SimDownload, SimPeer, SimUpload};
+use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::{Endpoint, HarnessError, HostProvider, Route, Rule};
+use tenferro_transfer_harness::{Endpoint, HarnessError, HostEndpoint, HostProvider, Route, Rule};
+
+/// The CUDA device of an endpoint, when it is one.
+#[cfg(feature = "cuda")]
+fn cuda(endpoint: &Endpoint) -> Option<tenferro_transfer_harness::cuda::CudaEndpoint> {
+    endpoint
+        .downcast::<tenferro_transfer_harness::cuda::CudaEndpoint>()
+        .cloned()
+}
 
 /// A built-in provider: its name, its route, and how to make it for that
 /// route.
@@ -44,25 +52,33 @@ impl BuiltinProvider {
                 route.label()
             ),
         };
-        Ok(match (self.name, route.source(), route.destination()) {
-            ("sim-upload", Endpoint::Host(_), Endpoint::Sim(device)) => {
-                Arc::new(SimUpload::new(device.clone()))
+        let sim = |endpoint: &Endpoint| endpoint.downcast::<SimDevice>().cloned();
+        let host = |endpoint: &Endpoint| endpoint.downcast::<HostEndpoint>().is_some();
+        let (source, destination) = (route.source(), route.destination());
+        Ok(match self.name {
+            "sim-upload" if host(source) => {
+                Arc::new(SimUpload::new(sim(destination).ok_or_else(wrong)?))
             }
-            ("sim-download", Endpoint::Sim(device), Endpoint::Host(_)) => {
-                Arc::new(SimDownload::new(device.clone()))
+            "sim-download" if host(destination) => {
+                Arc::new(SimDownload::new(sim(source).ok_or_else(wrong)?))
             }
-            ("sim-peer", Endpoint::Sim(from), Endpoint::Sim(to)) => {
-                Arc::new(SimPeer::new(from.clone(), to.clone()))
-            }
-            ("host", Endpoint::Host(_), Endpoint::Host(_)) => Arc::new(HostProvider::new()),
+            "sim-peer" => Arc::new(SimPeer::new(
+                sim(source).ok_or_else(wrong)?,
+                sim(destination).ok_or_else(wrong)?,
+            )),
+            "host" if host(source) && host(destination) => Arc::new(HostProvider::new()),
             #[cfg(feature = "cuda")]
-            ("cuda-upload", Endpoint::Host(_), Endpoint::Cuda(device)) => Arc::new(
-                tenferro_transfer_harness::cuda::CudaUpload::new(device.clone()),
-            ),
+            "cuda-upload" if host(source) => {
+                Arc::new(tenferro_transfer_harness::cuda::CudaUpload::new(
+                    cuda(destination).ok_or_else(wrong)?,
+                ))
+            }
             #[cfg(feature = "cuda")]
-            ("cuda-download", Endpoint::Cuda(device), Endpoint::Host(_)) => Arc::new(
-                tenferro_transfer_harness::cuda::CudaDownload::new(device.clone()),
-            ),
+            "cuda-download" if host(destination) => {
+                Arc::new(tenferro_transfer_harness::cuda::CudaDownload::new(
+                    cuda(source).ok_or_else(wrong)?,
+                ))
+            }
             _ => return Err(wrong()),
         })
     }
@@ -72,12 +88,12 @@ impl BuiltinProvider {
     /// `cuda-upload`: `cuda-early-return`).
     pub fn native_broken(&self, route: &Route) -> Vec<NativeBroken> {
         #[cfg(feature = "cuda")]
-        if let ("cuda-upload", Endpoint::Cuda(device)) = (self.name, route.destination()) {
+        if let ("cuda-upload", Some(device)) = (self.name, cuda(route.destination())) {
             return vec![NativeBroken {
                 name: "cuda-early-return",
                 expected: vec![Rule::Completion],
                 provider: Arc::new(tenferro_transfer_harness::cuda::CudaEarlyReturn::new(
-                    device.clone(),
+                    device,
                 )),
             }];
         }
@@ -124,7 +140,7 @@ pub const BUILTIN_PROVIDERS: [BuiltinProvider; 4] = [
         name: "host",
         summary: "a host engine with its own allocation domain to plain host (tenferro-cpu)",
         route_label: "host-src->host",
-        route: Route::host_to_host,
+        route: Route::managed_to_host,
     },
 ];
 

@@ -302,7 +302,7 @@ pub fn run_generated(
     let route = provider.route()?;
     // Views of CUDA memory are a known limit of tenferro-gpu's download.
     let capabilities = Capabilities {
-        views: !route.source().is_cuda(),
+        views: route.source().stages_views(),
         ..Capabilities::all()
     };
     let generation = generate(

@@ -49,7 +49,7 @@ struct DeclaredRoute {
 ///
 /// let suite = ProviderSuite::new("my-upload", Level::V1)
 ///     .route("upload", Route::host_to_sim, |route| {
-///         let Endpoint::Sim(device) = route.destination() else {
+///         let Some(device) = route.destination().downcast::<SimDevice>() else {
 ///             return Err("upload serves a simulated destination".into());
 ///         };
 ///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
@@ -235,7 +235,7 @@ impl ProviderSuite {
     /// use tenferro_transfer_conformance::prelude::*;
     ///
     /// let suite = ProviderSuite::new("sim-upload", Level::V1).route("upload", Route::host_to_sim, |route| {
-    ///     let Endpoint::Sim(device) = route.destination() else { return Err("no device".into()) };
+    ///     let Some(device) = route.destination().downcast::<SimDevice>() else { return Err("no device".into()) };
     ///     Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
     /// });
     /// let report = suite.replay(r#"{"dtype":"C64","shape":[1,1],"layout":{"kind":"owned"},"seed":0,"specials":0}"#);

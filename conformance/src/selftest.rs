@@ -10,13 +10,13 @@ use std::time::Duration;
 use serde::Serialize;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_mock_devices::{
-    Element, FaultPlan, PRESET_DTYPES, compact_strides, strided_positions, with_element,
+    Element, FaultPlan, PRESET_DTYPES, SimDevice, compact_strides, strided_positions, with_element,
 };
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Capabilities;
 use tenferro_transfer_harness::{
-    CapabilityGate, Case, Endpoint, Filler, Judgement, Layout, Oracle, PlacementRule, Route, Rule,
+    CapabilityGate, Case, Endpoint, Filler, HostEndpoint, Judgement, Layout, Oracle, PlacementRule, Route, Rule,
     StorageRule, Violation, Watchdog,
 };
 
@@ -219,11 +219,11 @@ fn few_tiny_cases(case: &Case, _: &Route) -> bool {
 fn sim_endpoint(_: &Case, route: &Route) -> bool {
     [route.source(), route.destination()]
         .iter()
-        .any(|endpoint| matches!(endpoint, Endpoint::Sim(_)))
+        .any(|endpoint| endpoint.downcast::<SimDevice>().is_some())
 }
 
 fn sim_destination(case: &Case, route: &Route) -> bool {
-    matches!(route.destination(), Endpoint::Sim(_)) && always(case, route)
+    route.destination().downcast::<SimDevice>().is_some() && always(case, route)
 }
 
 fn non_empty_sim_destination(case: &Case, route: &Route) -> bool {
@@ -699,11 +699,17 @@ struct Exercise<'a> {
     expects_error: bool,
 }
 
+/// Whether the generic faults can rewrite `endpoint`'s memory: host or
+/// simulated memory, which [`Broken`] knows how to rebuild.
+fn generic_endpoint(endpoint: &Endpoint) -> bool {
+    endpoint.downcast::<SimDevice>().is_some() || endpoint.downcast::<HostEndpoint>().is_some()
+}
+
 /// Install `plan` on every simulated endpoint of `route` (an empty plan
 /// removes the faults).
 pub fn install(route: &Route, plan: &FaultPlan) {
     for endpoint in [route.source(), route.destination()] {
-        if let Endpoint::Sim(device) = endpoint {
+        if let Some(device) = endpoint.downcast::<SimDevice>() {
             device.install_faults(plan.clone());
         }
     }
@@ -898,7 +904,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     // meets its own broken providers (`native_broken`) instead.
     let generic: Vec<&(BuiltinProvider, Route)> = routes
         .iter()
-        .filter(|(_, route)| !route.source().is_cuda() && !route.destination().is_cuda())
+        .filter(|(_, route)| generic_endpoint(route.source()) && generic_endpoint(route.destination()))
         .collect();
     // Without a route to break, a catalogue row would only say "never
     // applied"; the skip list says why instead.

@@ -30,7 +30,7 @@
 ///
 /// fn suite() -> ProviderSuite {
 ///     ProviderSuite::new("sim-upload", Level::V1).route("upload", Route::host_to_sim, |route| {
-///         let Endpoint::Sim(device) = route.destination() else {
+///         let Some(device) = route.destination().downcast::<SimDevice>() else {
 ///             return Err("upload serves a simulated destination".into());
 ///         };
 ///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)

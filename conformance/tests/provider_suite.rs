@@ -8,7 +8,7 @@ use tenferro_transfer_conformance::prelude::*;
 use tenferro_transfer_conformance::{Verdict, harness::HarnessError};
 
 fn sim_upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
-    let Endpoint::Sim(device) = route.destination() else {
+    let Some(device) = route.destination().downcast::<SimDevice>() else {
         return Err("upload serves a simulated destination".into());
     };
     Ok(Arc::new(SimUpload::new(device.clone())))
@@ -253,7 +253,7 @@ fn a_suite_without_routes_or_an_unknown_route_fails_instead_of_passing() {
 fn completion_is_a_skip_on_a_host_destination_never_a_pass() {
     let suite = ProviderSuite::new("sim-download", Level::V1)
         .route("download", Route::sim_to_host, |route| {
-            let Endpoint::Sim(device) = route.source() else {
+            let Some(device) = route.source().downcast::<SimDevice>() else {
                 return Err("download serves a simulated source".into());
             };
             Ok(Arc::new(SimDownload::new(device.clone())) as _)

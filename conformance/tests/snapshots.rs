@@ -113,7 +113,7 @@ fn oracle_reports_of_every_device_fault_plan() {
         )
         .unwrap();
         for endpoint in [route.source(), route.destination()] {
-            if let tenferro_transfer_conformance::harness::Endpoint::Sim(device) = endpoint {
+            if let Some(device) = endpoint.downcast::<tenferro_mock_devices::SimDevice>() {
                 device.install_faults(spec.plan.clone());
             }
         }

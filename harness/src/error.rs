@@ -64,6 +64,15 @@ pub enum HarnessError {
         /// Why CUDA cannot run.
         reason: String,
     },
+    /// A device is not available here, and the user requires it
+    /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names its kind): a failure.
+    #[error("{} requires the {kind} device, but {reason}", crate::REQUIRE_DEVICES_ENV)]
+    DeviceRequired {
+        /// The device kind required.
+        kind: String,
+        /// Why it is not available.
+        reason: String,
+    },
     /// A CUDA endpoint could not be set up.
     #[cfg(feature = "cuda")]
     #[error("{context}")]

@@ -94,7 +94,7 @@ impl Route {
         {
             Self::new(
                 crate::Endpoint::host("host")?,
-                crate::Endpoint::Cuda(crate::cuda::CudaEndpoint::open(0)?),
+                crate::Endpoint::new(crate::cuda::CudaEndpoint::open(0)?),
             )
         }
         #[cfg(not(feature = "cuda"))]
@@ -115,7 +115,7 @@ impl Route {
         #[cfg(feature = "cuda")]
         {
             Self::new(
-                crate::Endpoint::Cuda(crate::cuda::CudaEndpoint::open(0)?),
+                crate::Endpoint::new(crate::cuda::CudaEndpoint::open(0)?),
                 crate::Endpoint::host("host")?,
             )
         }

@@ -135,13 +135,13 @@ impl Oracle {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use tenferro_mock_devices::SimUpload;
+    /// use tenferro_mock_devices::{SimDevice, SimUpload};
     /// use tenferro_tensor::DType;
     /// use tenferro_transfer_harness::strategy::Capabilities;
-    /// use tenferro_transfer_harness::{CapabilityGate, Endpoint, Oracle, Rig, Route, Rule};
+    /// use tenferro_transfer_harness::{CapabilityGate, Oracle, Rig, Route, Rule};
     ///
     /// let route = Route::host_to_sim().unwrap();
-    /// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+    /// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
     /// let declared = Capabilities { dtypes: vec![DType::F32], views: true, max_elements: 64 };
     /// let outside = declared.outside_cases().unwrap().remove(0);
     ///

@@ -11,23 +11,25 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tenferro_mock_devices::SimDownload;
-//! use tenferro_transfer_harness::{Case, Endpoint, Oracle, Rig, Route};
+//! use tenferro_mock_devices::{SimDevice, SimDownload};
+//! use tenferro_transfer_harness::{Case, Oracle, Rig, Route};
 //! use tenferro_tensor::DType;
 //!
 //! let route = Route::sim_to_host().unwrap();
-//! let Endpoint::Sim(device) = route.source().clone() else { unreachable!() };
+//! let device = route.source().downcast::<SimDevice>().unwrap().clone();
 //! let mut rig = Rig::new(route.clone(), Arc::new(SimDownload::new(device))).unwrap();
 //! let case = Case::patterned(DType::C64, vec![3, 5], tenferro_transfer_harness::Layout::Owned).unwrap();
 //! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 //! ```
 
+mod adapters;
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
 mod case;
 mod completion;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod endpoint;
 mod error;
 mod gate;
 mod honesty;
@@ -58,9 +60,13 @@ pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
 pub use rig::Rig;
-pub use route::{
-    CPU_STORAGE_CLASS, Endpoint, HOST_PROVIDER_ID, HostEndpoint, PlacementRule, Route, StorageRule,
+pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint};
+pub use endpoint::{
+    Availability, DeviceEndpoint, Endpoint, REQUIRE_DEVICES_ENV, ReadBack, declared_ingress,
+    device_required, stage_via_host,
 };
+pub use route::{PlacementRule, Route, StorageRule};
+pub use tenferro_mock_devices::{AllocationLedger, EngineRole};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,

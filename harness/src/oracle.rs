@@ -6,7 +6,7 @@ use tenferro_mock_devices::{Element, TraceEvent, element_width, with_element};
 use tenferro_tensor::DType;
 
 use crate::{
-    Case, CompletionState, Endpoint, LeakCheck, Outcome, ProviderResult, RUNTIME_ORDER,
+    Case, CompletionState, LeakCheck, Outcome, ProviderResult, RUNTIME_ORDER, ReadBack,
     RequestRecord, ReturnedTensor, Route, Rule, RuntimeVerdict,
 };
 
@@ -110,11 +110,11 @@ pub(crate) fn describe_trace(trace: &[TraceEvent]) -> String {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tenferro_mock_devices::SimUpload;
-/// use tenferro_transfer_harness::{Case, Endpoint, Oracle, Rig, Route};
+/// use tenferro_mock_devices::{SimDevice, SimUpload};
+/// use tenferro_transfer_harness::{Case, Oracle, Rig, Route};
 ///
 /// let route = Route::host_to_sim().unwrap();
-/// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
 /// let mut rig = Rig::new(route.clone(), Arc::new(SimUpload::new(device))).unwrap();
 /// let case = Case::from_values(vec![2], vec![f64::NAN, -0.0]).unwrap();
 /// let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
@@ -278,7 +278,8 @@ fn check_event_domains(
             ),
         );
     }
-    if matches!(route.destination(), Endpoint::Sim(_)) && request.launch_domain != Some(destination)
+    if route.destination().adapter().launches_in_own_domain()
+        && request.launch_domain != Some(destination)
     {
         judgement.violate(
             Rule::RuntimeAgreement,
@@ -415,11 +416,12 @@ fn check_output(case: &Case, route: &Route, returned: &ReturnedTensor, judgement
         return;
     }
     match &returned.bytes {
-        Err(reason) => judgement.violate(
+        ReadBack::Failed { reason } => judgement.violate(
             Rule::Values,
             format!("the output buffer could not be read: {reason}"),
         ),
-        Ok(bytes) => {
+        ReadBack::NotReadable { reason } => judgement.skip(Rule::Values, reason),
+        ReadBack::Bytes(bytes) => {
             if let Some(message) = compare_values(case, bytes) {
                 judgement.violate(Rule::Values, message);
             }

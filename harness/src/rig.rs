@@ -41,11 +41,11 @@ const CACHE_LIMIT: usize = 256;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tenferro_mock_devices::SimUpload;
-/// use tenferro_transfer_harness::{Case, Endpoint, Rig, Route, RuntimeVerdict};
+/// use tenferro_mock_devices::{SimDevice, SimUpload};
+/// use tenferro_transfer_harness::{Case, Rig, Route, RuntimeVerdict};
 ///
 /// let route = Route::host_to_sim().unwrap();
-/// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
 /// let mut rig = Rig::new(route, Arc::new(SimUpload::new(device))).unwrap();
 /// let outcome = rig.run(&Case::from_values(vec![3], vec![1.0_f32, -0.0, f32::NAN]).unwrap()).unwrap();
 /// assert!(matches!(outcome.runtime, RuntimeVerdict::Accepted(_)));
@@ -82,6 +82,7 @@ impl Rig {
     /// Returns [`HarnessError::Config`] if the runtime rejects an engine or
     /// the provider registration.
     pub fn new(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
+        route.gate()?;
         let spy = Arc::new(Spy::with_destination(provider, route.destination().clone()));
         let mut builder = Runtime::builder();
         let config = |what: &str| {
@@ -117,8 +118,8 @@ impl Rig {
         };
         let event_domains = (domain(route.source())?, domain(route.destination())?);
         Ok(Self {
-            source: route.source().engine()?,
-            destination: route.destination().engine()?,
+            source: route.source().engine(EngineRole::Source)?,
+            destination: route.destination().engine(EngineRole::Destination)?,
             route,
             runtime,
             spy,
@@ -173,9 +174,11 @@ impl Rig {
     fn leaks_since(&self, before: &[Vec<u64>]) -> LeakCheck {
         let endpoints = [self.route.source(), self.route.destination()];
         if endpoints.iter().all(|endpoint| endpoint.ledger().is_none()) {
-            return LeakCheck::Unchecked(
-                "neither endpoint keeps an allocation ledger (plain host memory, CUDA)".to_owned(),
-            );
+            return LeakCheck::Unchecked(format!(
+                "neither {} nor {} keeps an allocation ledger (its adapter accounts no allocations), so leaks cannot be seen",
+                self.route.source().name(),
+                self.route.destination().name()
+            ));
         }
         let me = std::thread::current().id();
         let mut leaked = Vec::new();

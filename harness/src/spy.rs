@@ -13,9 +13,11 @@ use tenferro_runtime::{
     EngineId, EventDomainId, ProviderDeviceIdentity, StorageClass, TransferProvider,
     TransferRequest,
 };
-use tenferro_tensor::{AllocationDomainId, DType, Placement, StorageBuffer, Tensor, TensorRead};
+use tenferro_tensor::{
+    AllocationDomainId, DType, HostAccessError, Placement, StorageBuffer, Tensor, TensorRead,
+};
 
-use crate::{CompletionState, Endpoint};
+use crate::{CompletionState, Endpoint, ReadBack};
 
 /// What the runtime asked the provider for.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -159,8 +161,9 @@ pub struct ReturnedTensor {
     pub backend_family: Option<&'static str>,
     /// Allocation domain, `None` for plain host storage.
     pub allocation_domain: Option<AllocationDomainId>,
-    /// Little-endian image of the whole buffer, or why it could not be read.
-    pub bytes: Result<Vec<u8>, String>,
+    /// Little-endian image of the whole buffer, or why it could not be read
+    /// (not readable: `values` is not checked; failed: a violation).
+    pub bytes: ReadBack,
     /// Whether the copy into it had completed when the provider returned.
     pub completion: CompletionState,
     /// Calls into the storage that panicked while it was read back.
@@ -193,17 +196,18 @@ impl ReturnedTensor {
             .call("allocation_domain", || read.allocation_domain())
             .flatten();
         let (buffer_len, mapped, buffer_len_changed_to) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor, &mut guard),
-            external => (Some(0), Err("external dtypes have no byte image".to_owned()), None));
+            external => (Some(0), ReadBack::NotReadable { reason: "external dtypes have no byte image".to_owned() }, None));
         let bytes = destination
             .and_then(|endpoint| {
                 guard
                     .call("the destination's read-back", || {
-                        endpoint.device_image(tensor)
+                        endpoint.adapter().read_back(tensor)
                     })
                     .unwrap_or_else(|| {
-                        Some(Err(
-                            "the returned storage panicked while it was read back".to_owned()
-                        ))
+                        Some(ReadBack::Failed {
+                            reason: "the returned storage panicked while it was read back"
+                                .to_owned(),
+                        })
                     })
             })
             .unwrap_or(mapped);
@@ -234,11 +238,13 @@ impl ReturnedTensor {
 fn buffer_image<T: Element>(
     tensor: &Tensor,
     guard: &mut StorageGuard<'_>,
-) -> (Option<usize>, Result<Vec<u8>, String>, Option<usize>) {
+) -> (Option<usize>, ReadBack, Option<usize>) {
     let Some(typed) = tensor.as_typed::<T>() else {
         return (
             Some(0),
-            Err("tensor does not hold its declared dtype".to_owned()),
+            ReadBack::Failed {
+                reason: "tensor does not hold its declared dtype".to_owned(),
+            },
             None,
         );
     };
@@ -248,7 +254,7 @@ fn buffer_image<T: Element>(
         StorageBuffer::Host(values) => {
             let mut bytes = Vec::new();
             T::extend_bytes(values, &mut bytes);
-            Ok(bytes)
+            ReadBack::Bytes(bytes)
         }
         StorageBuffer::Backend(storage) => match guard.call("map_read", || {
             storage.map_read().map(|values| {
@@ -257,9 +263,21 @@ fn buffer_image<T: Element>(
                 bytes
             })
         }) {
-            Some(Ok(bytes)) => Ok(bytes),
-            Some(Err(error)) => Err(format!("map_read failed: {error}")),
-            None => Err("map_read panicked".to_owned()),
+            Some(Ok(bytes)) => ReadBack::Bytes(bytes),
+            // A storage that cannot be mapped to the host at all (device
+            // memory whose adapter reads nothing back) leaves the values
+            // unchecked: an honest skip, not the provider's fault.
+            Some(Err(error @ HostAccessError::Unsupported { .. })) => ReadBack::NotReadable {
+                reason: format!(
+                    "the output's storage cannot be mapped to the host ({error}) and its device's adapter reads nothing back"
+                ),
+            },
+            Some(Err(error)) => ReadBack::Failed {
+                reason: format!("map_read failed: {error}"),
+            },
+            None => ReadBack::Failed {
+                reason: "map_read panicked".to_owned(),
+            },
         },
     };
     let later = match (len, &buffer) {

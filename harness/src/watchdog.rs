@@ -96,11 +96,11 @@ impl Worker {
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use tenferro_mock_devices::providers::{Broken, Fault};
-/// use tenferro_mock_devices::SimUpload;
-/// use tenferro_transfer_harness::{Case, Endpoint, Oracle, Route, Rule, Watchdog};
+/// use tenferro_mock_devices::{SimDevice, SimUpload};
+/// use tenferro_transfer_harness::{Case, Oracle, Route, Rule, Watchdog};
 ///
 /// let route = Route::host_to_sim().unwrap();
-/// let Endpoint::Sim(device) = route.destination().clone() else { unreachable!() };
+/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
 /// let hang = Arc::new(Broken::new(Arc::new(SimUpload::new(device)), vec![Fault::Hang]));
 /// let mut watchdog = Watchdog::new(route.clone(), hang, Duration::from_millis(50)).unwrap();
 /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();

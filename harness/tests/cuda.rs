@@ -14,9 +14,9 @@ use tenferro_transfer_harness::{
 };
 
 fn device(endpoint: &Endpoint) -> tenferro_transfer_harness::cuda::CudaEndpoint {
-    match endpoint {
-        Endpoint::Cuda(device) => device.clone(),
-        other => panic!("not a CUDA endpoint: {}", other.name()),
+    match endpoint.downcast::<tenferro_transfer_harness::cuda::CudaEndpoint>() {
+        Some(device) => device.clone(),
+        None => panic!("not a CUDA endpoint: {}", endpoint.name()),
     }
 }
 

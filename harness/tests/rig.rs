@@ -5,24 +5,22 @@ use std::sync::Arc;
 
 use rstest::rstest;
 use tenferro_mock_devices::providers::{Broken, Fault};
-use tenferro_mock_devices::{SimDownload, SimPeer, SimUpload};
+use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::{Complex, DType};
 use tenferro_transfer_harness::{
-    Case, Endpoint, HostProvider, Layout, Oracle, ProviderResult, Rig, Route, Rule, RuntimeVerdict,
+    Case, Endpoint, HostProvider, Layout, ReadBack, Oracle, ProviderResult, Rig, Route, Rule, RuntimeVerdict,
     ViewAxis, ViewSpec,
 };
 
 /// A route and its reference provider.
 fn reference(route: Route) -> (Route, Arc<dyn TransferProvider>) {
-    let provider: Arc<dyn TransferProvider> = match (route.source(), route.destination()) {
-        (Endpoint::Host(_), Endpoint::Sim(device)) => Arc::new(SimUpload::new(device.clone())),
-        (Endpoint::Sim(device), Endpoint::Host(_)) => Arc::new(SimDownload::new(device.clone())),
-        (Endpoint::Sim(from), Endpoint::Sim(to)) => {
-            Arc::new(SimPeer::new(from.clone(), to.clone()))
-        }
-        (Endpoint::Host(_), Endpoint::Host(_)) => Arc::new(HostProvider::new()),
-        _ => unreachable!("the four built-in route kinds"),
+    let sim = |endpoint: &Endpoint| endpoint.downcast::<SimDevice>().cloned();
+    let provider: Arc<dyn TransferProvider> = match (sim(route.source()), sim(route.destination())) {
+        (None, Some(device)) => Arc::new(SimUpload::new(device)),
+        (Some(device), None) => Arc::new(SimDownload::new(device)),
+        (Some(from), Some(to)) => Arc::new(SimPeer::new(from, to)),
+        (None, None) => Arc::new(HostProvider::new()),
     };
     (route, provider)
 }
@@ -33,6 +31,7 @@ fn routes() -> Vec<Route> {
         Route::sim_to_host().unwrap(),
         Route::sim_to_sim().unwrap(),
         Route::host_to_host().unwrap(),
+        Route::managed_to_host().unwrap(),
     ]
 }
 
@@ -189,8 +188,8 @@ fn special_values_arrive_bit_exact(
         panic!("the provider did not return: {outcome:?}");
     };
     assert_eq!(
-        returned.bytes.as_deref(),
-        Ok(case.values()),
+        returned.bytes,
+        ReadBack::Bytes(case.values().to_vec()),
         "provider output bits"
     );
     let RuntimeVerdict::Accepted(output) = &outcome.runtime else {

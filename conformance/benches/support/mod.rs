@@ -19,8 +19,8 @@ use tenferro_runtime::{
     TransferProvider, TransferRequest,
 };
 use tenferro_tensor::{Tensor, TensorRead};
-use tenferro_transfer_conformance::harness::{Endpoint, Route};
-use tenferro_transfer_conformance::mock_devices::{Element, EngineRole};
+use tenferro_transfer_conformance::harness::{Endpoint, HostEndpoint, Route};
+use tenferro_transfer_conformance::mock_devices::{Element, EngineRole, SimDevice};
 
 /// Criterion settings short enough for a loaded 2-core machine.
 pub fn criterion() -> Criterion {
@@ -41,13 +41,15 @@ pub fn test_mode() -> bool {
 /// owned case there.
 pub fn stage<T: Element>(endpoint: &Endpoint, values: Vec<T>) -> Tensor {
     let shape = vec![values.len()];
-    let staged = match endpoint {
-        Endpoint::Host(host) => match host.domain() {
+    let staged = if let Some(host) = endpoint.downcast::<HostEndpoint>() {
+        match host.domain() {
             Some(domain) => domain.tensor(shape, values),
             None => Tensor::from_vec_col_major(shape, values),
-        },
-        Endpoint::Sim(device) => device.tensor(shape, values),
-        other => panic!("no staging for endpoint {}", other.name()),
+        }
+    } else if let Some(device) = endpoint.downcast::<SimDevice>() {
+        device.tensor(shape, values)
+    } else {
+        panic!("no staging for endpoint {}", endpoint.name())
     };
     staged.expect("staging a compact tensor")
 }
@@ -103,8 +105,14 @@ impl BareRun {
             )
             .expect("register provider");
         let runtime = builder.build().expect("runtime");
-        let source = route.source().engine().expect("source engine");
-        let destination = route.destination().engine().expect("destination engine");
+        let source = route
+            .source()
+            .engine(EngineRole::Source)
+            .expect("source engine");
+        let destination = route
+            .destination()
+            .engine(EngineRole::Destination)
+            .expect("destination engine");
         let program = identity_program(&input);
         let prepared = runtime
             .prepare(

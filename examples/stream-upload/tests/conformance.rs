@@ -9,7 +9,7 @@ use tenferro_transfer_conformance::prelude::*;
 fn suite() -> ProviderSuite {
     ProviderSuite::new("stream-upload", Level::V1)
         .route("upload", Route::host_to_sim, |route| {
-            let Endpoint::Sim(device) = route.destination() else {
+            let Some(device) = route.destination().downcast::<SimDevice>() else {
                 return Err("stream-upload serves a simulated destination".into());
             };
             Ok(Arc::new(StreamUpload::new(device.clone())) as Arc<dyn TransferProvider>)

@@ -1,6 +1,7 @@
 //! `CudaEndpoint`: one CUDA device of the rig, through tenferro-gpu's
 //! `CudaEngine` and its runtime handle.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -11,8 +12,8 @@ use tenferro_gpu::cuda::{
 use tenferro_mock_devices::{EngineRole, with_element};
 use tenferro_runtime::{
     CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
-    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, RuntimeConfigError, StorageClass,
-    assemble_executable_engine_registration,
+    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, ExecutionEngine,
+    RuntimeConfigError, StorageClass, assemble_executable_engine_registration,
 };
 use tenferro_tensor::{
     AllocationDomainId, DeviceId, DeviceKind, GpuBackendKind, StorageBuffer, Tensor, TensorRead,
@@ -20,7 +21,10 @@ use tenferro_tensor::{
 
 use super::CudaError;
 use super::stream::{StreamState, query_stream};
-use crate::{CompletionState, HarnessError, PlacementRule, StorageRule};
+use crate::{
+    Case, CompletionState, DeviceEndpoint, HarnessError, Layout, PlacementRule, ReadBack,
+    StorageRule, stage_via_host,
+};
 
 /// Backend family of tenferro-gpu's CUDA storage.
 pub const CUDA_FAMILY: &str = "cuda";
@@ -85,7 +89,7 @@ pub(crate) fn reregister(
     assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
         metadata,
         context,
-        crate::route::declared_ingress(class, placement, storage),
+        crate::declared_ingress(class, placement, storage, true),
     ))
 }
 
@@ -326,5 +330,83 @@ impl CudaEndpoint {
                 _ => Err("the download did not return host storage of its dtype".to_owned()),
             }
         }, external => Err("external dtypes have no byte image".to_owned())))
+    }
+}
+
+impl DeviceEndpoint for CudaEndpoint {
+    fn name(&self) -> &str {
+        CudaEndpoint::name(self)
+    }
+
+    fn kind(&self) -> &str {
+        "cuda"
+    }
+
+    fn engine_id(&self) -> &EngineId {
+        CudaEndpoint::engine_id(self)
+    }
+
+    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        Ok(CudaEndpoint::storage_class(self).clone())
+    }
+
+    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        CudaEndpoint::registration(self, role)
+    }
+
+    fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        Ok(Box::new(self.take_engine()?))
+    }
+
+    fn placement_rule(&self) -> PlacementRule {
+        CudaEndpoint::placement_rule(self)
+    }
+
+    fn storage_rule(&self) -> StorageRule {
+        CudaEndpoint::storage_rule(self)
+    }
+
+    /// Owned cases are uploaded and waited for; strided views of CUDA
+    /// memory are not staged (tenferro-gpu 0.9 downloads owned device
+    /// tensors only).
+    fn stage(
+        &self,
+        case: &Case,
+        use_input: &mut dyn FnMut(TensorRead<'_>),
+    ) -> Result<(), HarnessError> {
+        if let Layout::View(_) = case.layout() {
+            return Err(HarnessError::Unavailable {
+                reason: "strided views of CUDA memory are not staged: tenferro-gpu 0.9 downloads owned device tensors only (a known limit)".to_owned(),
+            });
+        }
+        stage_via_host(
+            case,
+            |host| {
+                CudaEndpoint::stage(self, &host).map_err(|source| HarnessError::Cuda {
+                    context: format!("staging the input on {}", self.name),
+                    source: Box::new(source),
+                })
+            },
+            use_input,
+        )
+    }
+
+    fn stages_views(&self) -> bool {
+        false
+    }
+
+    fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
+        self.image(tensor).map(|image| match image {
+            Ok(bytes) => ReadBack::Bytes(bytes),
+            Err(reason) => ReadBack::Failed { reason },
+        })
+    }
+
+    fn completion(&self, tensor: &Tensor) -> CompletionState {
+        self.completion_state(tensor)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }

@@ -16,13 +16,13 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tenferro_transfer_harness::cuda::CudaUpload;
-//! use tenferro_transfer_harness::{Case, Endpoint, HarnessError, Layout, Oracle, Rig, Route};
+//! use tenferro_transfer_harness::cuda::{CudaEndpoint, CudaUpload};
+//! use tenferro_transfer_harness::{Case, HarnessError, Layout, Oracle, Rig, Route};
 //! use tenferro_tensor::DType;
 //!
 //! match Route::host_to_cuda() {
 //!     Ok(route) => {
-//!         let Endpoint::Cuda(device) = route.destination().clone() else { unreachable!() };
+//!         let device = route.destination().downcast::<CudaEndpoint>().unwrap().clone();
 //!         let mut rig = Rig::new(route.clone(), Arc::new(CudaUpload::new(device))).unwrap();
 //!         let case = Case::patterned(DType::F32, vec![3, 5], Layout::Owned).unwrap();
 //!         assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());

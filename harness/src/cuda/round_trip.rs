@@ -91,7 +91,7 @@ pub fn round_trip(
     let host = Endpoint::host("round-trip-host")?;
     let upload = Arc::new(Spy::with_destination(
         Arc::new(CudaUpload::new(endpoint.clone())),
-        Endpoint::Cuda(endpoint.clone()),
+        Endpoint::new(endpoint.clone()),
     ));
     let download = Arc::new(Spy::with_destination(
         Arc::new(CudaDownload::new(endpoint.clone())),

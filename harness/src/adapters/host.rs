@@ -1,0 +1,300 @@
+//! The host adapter: a real tenferro-cpu engine, with plain host memory or
+//! a [`HostDomain`] of its own (managed memory in a private allocation
+//! domain, a place distinct from other host engines).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use tenferro_cpu::CpuEngine;
+use tenferro_mock_devices::{AllocationLedger, EngineRole, compact_strides, with_element};
+use tenferro_runtime::{
+    CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
+    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, ExecutionEngine,
+    ProviderDeviceIdentity, ProviderId, RuntimeConfigError, StorageClass,
+    assemble_executable_engine_registration,
+};
+use tenferro_tensor::{Tensor, TensorRead, TypedTensorView};
+
+use crate::case::Filler;
+use crate::stage::{carve, carve_tensor};
+use crate::{
+    Case, CompletionState, DeviceEndpoint, Endpoint, HOST_DOMAIN_FAMILY, HarnessError, HostDomain,
+    Layout, PlacementRule, Route, StorageRule, declared_ingress,
+};
+
+/// Storage class of every tenferro-cpu engine.
+pub const CPU_STORAGE_CLASS: &str = "tenferro-cpu.host.v1";
+/// Provider id of the harness's host endpoints.
+pub const HOST_PROVIDER_ID: &str = "tenferro-transfer-harness.host";
+
+/// A host endpoint: a real tenferro-cpu engine, optionally owning a
+/// [`HostDomain`] so that it is a distinct place from other host engines.
+///
+/// As a source it hands the provider what tenferro-cpu hands one: plain
+/// host tensors and strided views of them (or, with a domain, managed
+/// tensors of that domain and views of them).
+#[derive(Clone, Debug)]
+pub struct HostEndpoint {
+    name: String,
+    engine_id: EngineId,
+    domain: Option<Arc<HostDomain>>,
+}
+
+impl HostEndpoint {
+    /// A plain host endpoint (tenferro-cpu, no allocation domain).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::Config`] if `name` is not a valid identifier
+    /// component.
+    pub fn plain(name: &str) -> Result<Self, HarnessError> {
+        Self::with(name, None)
+    }
+
+    /// A host endpoint whose engine owns a fresh [`HostDomain`].
+    ///
+    /// # Errors
+    ///
+    /// As [`HostEndpoint::plain`].
+    pub fn managed(name: &str) -> Result<Self, HarnessError> {
+        Self::with(name, Some(Arc::new(HostDomain::new())))
+    }
+
+    fn with(name: &str, domain: Option<Arc<HostDomain>>) -> Result<Self, HarnessError> {
+        let engine_id =
+            EngineId::new(format!("tenferro-transfer-harness.{name}.v1")).map_err(|error| {
+                HarnessError::config(format!("host endpoint `{name}`"), error.into())
+            })?;
+        Ok(Self {
+            name: name.to_owned(),
+            engine_id,
+            domain,
+        })
+    }
+
+    /// The host engine's domain, if it has one.
+    pub fn domain(&self) -> Option<&Arc<HostDomain>> {
+        self.domain.as_ref()
+    }
+
+    /// The endpoint's name in reports.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn cpu_engine(&self) -> CpuEngine {
+        CpuEngine::serial().with_runtime_engine_id(self.engine_id.clone())
+    }
+}
+
+impl Endpoint {
+    /// A plain host endpoint (tenferro-cpu, no allocation domain).
+    ///
+    /// # Errors
+    ///
+    /// As [`HostEndpoint::plain`].
+    pub fn host(name: &str) -> Result<Self, HarnessError> {
+        Ok(Self::new(HostEndpoint::plain(name)?))
+    }
+
+    /// A host endpoint whose engine owns a fresh [`HostDomain`].
+    ///
+    /// # Errors
+    ///
+    /// As [`HostEndpoint::plain`].
+    pub fn host_with_domain(name: &str) -> Result<Self, HarnessError> {
+        Ok(Self::new(HostEndpoint::managed(name)?))
+    }
+}
+
+impl DeviceEndpoint for HostEndpoint {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &str {
+        "host"
+    }
+
+    fn engine_id(&self) -> &EngineId {
+        &self.engine_id
+    }
+
+    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        StorageClass::new(CPU_STORAGE_CLASS)
+            .map_err(|error| HarnessError::config("host storage class", error.into()))
+    }
+
+    /// A plain host destination uses tenferro-cpu's own registration, so
+    /// its ingress is the real CPU's; every other host registration is
+    /// assembled here with a distinct provider-device identity, because two
+    /// stock CPU registrations collide.
+    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        let context = format!("registration of `{}`", self.name);
+        let config = |source: RuntimeConfigError| HarnessError::config(context.clone(), source);
+        let engine = self.cpu_engine();
+        let stock = || {
+            tenferro_cpu::runtime_engine_registration_with_id(&engine, self.engine_id.clone())
+                .map_err(config)
+        };
+        if role == EngineRole::Destination && self.domain.is_none() {
+            return stock();
+        }
+        let capabilities = match role {
+            EngineRole::Source => CoreCapabilityBundle::default(),
+            _ => stock()?.capabilities().clone(),
+        };
+        let storage = self.storage_class()?;
+        let identity = ProviderDeviceIdentity::new(
+            ProviderId::new(HOST_PROVIDER_ID).map_err(|error| config(error.into()))?,
+            self.name.clone(),
+        )
+        .map_err(|error| config(error.into()))?;
+        let metadata = EngineRegistrationMetadata::new(
+            self.engine_id.clone(),
+            identity,
+            tenferro_cpu::runtime_hardware_class().map_err(config)?,
+            Arc::from(vec![storage.clone()]),
+            storage.clone(),
+            capabilities,
+        );
+        assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
+            metadata,
+            ExecutionContextIdentity::of::<CpuEngine>(),
+            declared_ingress(storage, self.placement_rule(), self.storage_rule(), true),
+        ))
+        .map_err(config)
+    }
+
+    fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        let engine = self.cpu_engine();
+        Ok(Box::new(match &self.domain {
+            Some(domain) => engine.with_allocation_domain(Arc::clone(domain) as Arc<_>),
+            None => engine,
+        }))
+    }
+
+    fn placement_rule(&self) -> PlacementRule {
+        match self.domain {
+            None => PlacementRule::Host,
+            Some(_) => PlacementRule::Managed,
+        }
+    }
+
+    fn storage_rule(&self) -> StorageRule {
+        match &self.domain {
+            None => StorageRule::PlainHost,
+            Some(domain) => StorageRule::Domain {
+                family: HOST_DOMAIN_FAMILY,
+                domain: tenferro_tensor::SharedTensorAllocationDomain::id(domain.as_ref()),
+            },
+        }
+    }
+
+    fn stage(
+        &self,
+        case: &Case,
+        use_input: &mut dyn FnMut(TensorRead<'_>),
+    ) -> Result<(), HarnessError> {
+        with_element!(case.dtype(), T => stage_host::<T>(self.domain.as_deref(), case, use_input),
+            external => Err(HarnessError::InvalidCase { reason: format!("dtype {:?} is not a preset dtype", case.dtype()) }))
+    }
+
+    fn completion(&self, tensor: &Tensor) -> CompletionState {
+        let _ = tensor;
+        CompletionState::Unknown {
+            reason: "plain host memory has no completion state to observe".to_owned(),
+        }
+    }
+
+    fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
+        self.domain.as_ref().map(|domain| Arc::clone(domain.ledger()))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn stage_host<T: tenferro_mock_devices::Element + Filler>(
+    domain: Option<&HostDomain>,
+    case: &Case,
+    use_input: &mut dyn FnMut(TensorRead<'_>),
+) -> Result<(), HarnessError> {
+    let stage = |source: tenferro_tensor::Error| HarnessError::Stage { source };
+    match (domain, case.layout()) {
+        (Some(domain), Layout::Owned) => {
+            let tensor = domain
+                .tensor(case.shape().to_vec(), case.typed_values::<T>())
+                .map_err(stage)?;
+            use_input(TensorRead::from_tensor(&tensor));
+            Ok(())
+        }
+        (Some(domain), Layout::View(spec)) => {
+            let tensor = domain
+                .tensor(spec.backing_shape.clone(), case.backing_values::<T>())
+                .map_err(stage)?;
+            carve_tensor::<T>(&tensor, spec, use_input)
+        }
+        (None, Layout::Owned) => {
+            let tensor =
+                Tensor::from_vec_col_major(case.shape().to_vec(), case.typed_values::<T>())
+                    .map_err(stage)?;
+            use_input(TensorRead::from_tensor(&tensor));
+            Ok(())
+        }
+        (None, Layout::View(spec)) => {
+            let backing = case.backing_values::<T>();
+            let strides = compact_strides(&spec.backing_shape);
+            let base = TypedTensorView::from_slice(&spec.backing_shape, &strides, 0, &backing)
+                .map_err(stage)?;
+            let view = carve(base, spec).map_err(stage)?;
+            use_input(TensorRead::from_view(T::erase_view(view)));
+            Ok(())
+        }
+    }
+}
+
+impl Route {
+    /// A plain tenferro-cpu engine `host-plain` to another plain tenferro-cpu
+    /// engine `host`: the provider receives what tenferro-cpu hands over
+    /// (plain host tensors and strided views of them) and must deliver
+    /// plain host memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`Route::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let case = Case::from_values(vec![3], vec![1_i64, i64::MIN, -7]).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
+    /// ```
+    pub fn host_to_host() -> Result<Self, HarnessError> {
+        Self::new(Endpoint::host("host-plain")?, Endpoint::host("host")?)
+    }
+
+    /// Host engine `host-src`, which owns its own allocation domain
+    /// (managed memory), to the plain host engine `host`.
+    ///
+    /// tenferro-cpu runs only on plain host buffers, so the engine with the
+    /// domain is the source (which never runs anything) and the provider must
+    /// deliver plain host memory. Its allocations are accounted, so this
+    /// route checks `no-leak` on the host.
+    ///
+    /// # Errors
+    ///
+    /// As [`Route::new`].
+    pub fn managed_to_host() -> Result<Self, HarnessError> {
+        Self::new(
+            Endpoint::host_with_domain("host-src")?,
+            Endpoint::host("host")?,
+        )
+    }
+}

@@ -1,0 +1,467 @@
+//! Devices as plug-ins: the [`DeviceEndpoint`] trait through which a device
+//! tells the harness everything it needs, and [`Endpoint`], one side of a
+//! route, which holds any such adapter.
+//!
+//! Nothing outside an adapter's own module names a concrete device: the
+//! host (tenferro-cpu), the simulated devices and CUDA are three adapters
+//! of this trait, written the way a vendor writes theirs.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use tenferro_mock_devices::{AllocationLedger, EngineRole};
+use tenferro_runtime::{
+    EngineId, EngineRegistration, ExecutionEngine, InputIngressContract, InputPlacementContract,
+    InputSignatureContract, ResidentOutputContract, RuntimeInputContract, StorageClass,
+    TransferEndpoint,
+};
+use tenferro_tensor::{Tensor, TensorRead};
+
+use crate::{Case, CompletionState, HarnessError, PlacementRule, StorageRule};
+
+/// Set to `all`, or to a comma-separated list of device kinds (see
+/// [`DeviceEndpoint::kind`], e.g. `cuda,vendor-npu`), to turn the skip of
+/// an unavailable device of that kind into a failure.
+pub const REQUIRE_DEVICES_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_DEVICES";
+
+/// Whether a device can run here.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Availability {
+    /// The device is here: its routes run.
+    Available,
+    /// The device is not here: every case of its routes is a skip with
+    /// this reason (a failure where the user requires the device).
+    Unavailable {
+        /// Why not, e.g. "no driver: libcuda could not be loaded".
+        reason: String,
+    },
+}
+
+/// What reading a returned tensor's bytes back through its device gave.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum ReadBack {
+    /// The little-endian image of every element of the buffer, in order.
+    Bytes(Vec<u8>),
+    /// The device cannot read this output back: `values` is not checked on
+    /// the case (a skip with the reason, never a violation).
+    NotReadable {
+        /// Why not.
+        reason: String,
+    },
+    /// Reading it back failed: the output is broken (`values` fails).
+    Failed {
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// A device as the harness sees it: one adapter per kind of device.
+///
+/// Implement it for your own device to run the suite's routes to, from or
+/// between your device's memory, on your own tenferro engine. The required
+/// methods say how to build the engine and what a correct output looks
+/// like; the others have defaults that make the rules they serve an honest
+/// skip (with the reason) rather than a pass:
+///
+/// | method | default | without it |
+/// |---|---|---|
+/// | [`stage`](DeviceEndpoint::stage) | refuses | the device cannot be a route's source |
+/// | [`read_back`](DeviceEndpoint::read_back) | `None`: the Spy uses `map_read` | unmappable output: `values` not checked |
+/// | [`completion`](DeviceEndpoint::completion) | unknown | `completion` not checked |
+/// | [`allocation_ledger`](DeviceEndpoint::allocation_ledger) | none | `no-leak` not checked (unless the other side keeps one) |
+/// | [`availability`](DeviceEndpoint::availability) | available | |
+/// | [`stages_views`](DeviceEndpoint::stages_views) | `true` | |
+/// | [`launches_in_own_domain`](DeviceEndpoint::launches_in_own_domain) | `false` | the launch domain is not checked |
+///
+/// # Examples
+///
+/// A minimal adapter: a second plain tenferro-cpu engine, as a destination
+/// only (no staging, no completion probe, no ledger).
+///
+/// ```
+/// use std::any::Any;
+/// use std::sync::Arc;
+/// use tenferro_cpu::CpuEngine;
+/// use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
+/// use tenferro_transfer_harness::{
+///     DeviceEndpoint, EngineRole, Endpoint, HarnessError, HostProvider, Oracle, PlacementRule,
+///     Rig, Route, StorageRule, Case,
+/// };
+///
+/// #[derive(Debug)]
+/// struct PlainCpu { id: EngineId }
+///
+/// impl DeviceEndpoint for PlainCpu {
+///     fn name(&self) -> &str { "my-cpu" }
+///     fn engine_id(&self) -> &EngineId { &self.id }
+///     fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+///         StorageClass::new("tenferro-cpu.host.v1").map_err(|e| HarnessError::Runtime {
+///             context: "storage class".into(), message: e.to_string() })
+///     }
+///     fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+///         let engine = CpuEngine::serial().with_runtime_engine_id(self.id.clone());
+///         tenferro_cpu::runtime_engine_registration_with_id(&engine, self.id.clone())
+///             .map_err(|e| HarnessError::Runtime { context: "registration".into(), message: e.to_string() })
+///     }
+///     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+///         Ok(Box::new(CpuEngine::serial().with_runtime_engine_id(self.id.clone())))
+///     }
+///     fn placement_rule(&self) -> PlacementRule { PlacementRule::Host }
+///     fn storage_rule(&self) -> StorageRule { StorageRule::PlainHost }
+///     fn as_any(&self) -> &dyn Any { self }
+/// }
+///
+/// let destination = Endpoint::new(PlainCpu { id: EngineId::new("my-vendor.cpu.v1").unwrap() });
+/// let route = Route::new(Endpoint::host("host-src").unwrap(), destination).unwrap();
+/// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+/// let case = Case::from_values(vec![2], vec![1.5_f64, -0.0]).unwrap();
+/// assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
+/// ```
+pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
+    /// The endpoint's name in reports (`host`, `sim0`, `cuda0`).
+    fn name(&self) -> &str;
+
+    /// The kind of device, for [`REQUIRE_DEVICES_ENV`] (`host`, `sim`,
+    /// `cuda`, or your own); defaults to `device`.
+    fn kind(&self) -> &str {
+        "device"
+    }
+
+    /// The engine id the runtime knows this endpoint's engine by; it must
+    /// differ from the other side's.
+    fn engine_id(&self) -> &EngineId;
+
+    /// The storage class transfers use on this endpoint.
+    ///
+    /// # Errors
+    ///
+    /// When tenferro rejects the class name.
+    fn storage_class(&self) -> Result<StorageClass, HarnessError>;
+
+    /// The runtime registration of this endpoint's engine in `role`.
+    ///
+    /// As a [`EngineRole::Source`] the engine must have no capabilities, so
+    /// that the program's op cannot run on it; as a
+    /// [`EngineRole::Destination`] it must run an identity reshape and
+    /// refuse the raw input (its runtime-input contract), so the input must
+    /// move through the provider. [`declared_ingress`] builds an ingress
+    /// contract from this endpoint's rules.
+    ///
+    /// # Errors
+    ///
+    /// When the runtime rejects it.
+    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError>;
+
+    /// A fresh engine for one rig, in `role`.
+    ///
+    /// # Errors
+    ///
+    /// When the device's engine cannot be opened.
+    fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError>;
+
+    /// The placement a correct output on this endpoint has.
+    fn placement_rule(&self) -> PlacementRule;
+
+    /// The storage (backend family, allocation domain) a correct output on
+    /// this endpoint has.
+    fn storage_rule(&self) -> StorageRule;
+
+    /// Build `case`'s input the way this device's engine hands a tensor to
+    /// a provider (owned, and as a strided view when the case is one), and
+    /// call `use_input` with it once. [`stage_via_host`] does the work for a
+    /// device that can take a plain host tensor into its memory.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Unavailable`] (a skip) for a case the device cannot
+    /// stage; the default refuses every case: such a device can only be a
+    /// destination.
+    fn stage(
+        &self,
+        case: &Case,
+        use_input: &mut dyn FnMut(TensorRead<'_>),
+    ) -> Result<(), HarnessError> {
+        let _ = (case, use_input);
+        Err(HarnessError::Unavailable {
+            reason: format!(
+                "{} does not stage inputs (its adapter has no `stage`), so it can only be a destination",
+                self.name()
+            ),
+        })
+    }
+
+    /// Whether [`stage`](DeviceEndpoint::stage) builds strided views; the
+    /// generated cases draw views only where it does.
+    fn stages_views(&self) -> bool {
+        true
+    }
+
+    /// The byte image of a returned tensor, read through the device, for
+    /// memory `map_read` cannot reach. `None` (the default): the Spy reads
+    /// the buffer itself (plain host data, or `map_read`; an unmappable
+    /// storage leaves `values` unchecked, with the reason).
+    fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
+        let _ = tensor;
+        None
+    }
+
+    /// Whether the copy into `tensor`, just returned by the provider, has
+    /// completed. Asked first, before anything else can complete it.
+    fn completion(&self, tensor: &Tensor) -> CompletionState {
+        let _ = tensor;
+        CompletionState::Unknown {
+            reason: format!(
+                "the adapter of {} has no completion probe, so completion cannot be observed",
+                self.name()
+            ),
+        }
+    }
+
+    /// The ledger of this endpoint's allocations, for `no-leak`: every
+    /// allocation of the device's memory opens an entry when made and
+    /// closes it when freed. `None` (the default): not accounted.
+    fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
+        None
+    }
+
+    /// Whether the device can run here. An unavailable device makes every
+    /// case of its routes a skip with the reason; [`REQUIRE_DEVICES_ENV`]
+    /// turns that into a failure.
+    fn availability(&self) -> Availability {
+        Availability::Available
+    }
+
+    /// Whether a transfer into this endpoint must launch inside its own
+    /// event domain, observed through the harness's trace (simulated
+    /// devices record their launches). `false` (the default): not checked.
+    fn launches_in_own_domain(&self) -> bool {
+        false
+    }
+
+    /// `self`, for [`Endpoint::downcast`].
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Ingress of an engine assembled from an endpoint's rules: its placement
+/// rule for placement, and its storage rule for signature, runtime input
+/// and residency. A destination that must refuse the raw input (so the
+/// input moves through the provider) passes `accept_raw_input = false`.
+pub fn declared_ingress(
+    storage: StorageClass,
+    placement: PlacementRule,
+    rule: StorageRule,
+    accept_raw_input: bool,
+) -> InputIngressContract {
+    let (s1, s2, s3, s4) = (storage.clone(), storage.clone(), storage.clone(), storage);
+    let (p1, p2, p3) = (placement.clone(), placement.clone(), placement);
+    let (r1, r2, r3) = (rule.clone(), rule.clone(), rule);
+    InputIngressContract::new(
+        InputPlacementContract::new(move |placement, candidate| {
+            candidate == &s1 && p1.accepts(placement)
+        }),
+        InputSignatureContract::new(move |placement, family, domain, candidate| {
+            candidate == &s2 && p2.accepts(placement) && r1.accepts(family, domain)
+        }),
+        RuntimeInputContract::new(move |input: &TensorRead<'_>, candidate| {
+            accept_raw_input
+                && candidate == &s3
+                && p3.accepts(input.placement())
+                && r2.accepts(input.backend_family(), input.allocation_domain())
+        }),
+        ResidentOutputContract::new(move |input: &TensorRead<'_>, candidate| {
+            candidate == &s4 && r3.accepts(input.backend_family(), input.allocation_domain())
+        }),
+    )
+}
+
+/// Stage `case` on a device that takes plain host tensors into its memory:
+/// `upload` receives a plain host tensor (the case's values, or for a view
+/// the values of its backing tensor) and returns the device's tensor; a
+/// view is then carved from it by tenferro, as the case says.
+///
+/// # Errors
+///
+/// `upload`'s error, or [`HarnessError::Stage`] when tenferro rejects the
+/// tensor or view.
+pub fn stage_via_host(
+    case: &Case,
+    upload: impl FnOnce(Tensor) -> Result<Tensor, HarnessError>,
+    use_input: &mut dyn FnMut(TensorRead<'_>),
+) -> Result<(), HarnessError> {
+    crate::stage::stage_via_host(case, upload, use_input)
+}
+
+/// One side of a route: any device, through its [`DeviceEndpoint`]
+/// adapter. Cheap to clone (the adapter is shared).
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::SimDevice;
+/// use tenferro_transfer_harness::Endpoint;
+///
+/// let endpoint = Endpoint::new(SimDevice::new(0).unwrap());
+/// assert_eq!(endpoint.name(), "sim0");
+/// assert!(endpoint.downcast::<SimDevice>().is_some());
+/// ```
+#[derive(Clone)]
+pub struct Endpoint {
+    adapter: Arc<dyn DeviceEndpoint>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.adapter, formatter)
+    }
+}
+
+impl Endpoint {
+    /// An endpoint on the device `adapter` describes.
+    pub fn new(adapter: impl DeviceEndpoint) -> Self {
+        Self {
+            adapter: Arc::new(adapter),
+        }
+    }
+
+    /// An endpoint on a shared adapter.
+    pub fn from_arc(adapter: Arc<dyn DeviceEndpoint>) -> Self {
+        Self { adapter }
+    }
+
+    /// The adapter.
+    pub fn adapter(&self) -> &Arc<dyn DeviceEndpoint> {
+        &self.adapter
+    }
+
+    /// The adapter as its concrete type, when it is a `T` (how a provider
+    /// factory reaches its own device: `route.destination().downcast::<MyDevice>()`).
+    pub fn downcast<T: DeviceEndpoint>(&self) -> Option<&T> {
+        self.adapter.as_any().downcast_ref::<T>()
+    }
+
+    /// The endpoint's name in reports.
+    pub fn name(&self) -> &str {
+        self.adapter.name()
+    }
+
+    /// The kind of device (see [`DeviceEndpoint::kind`]).
+    pub fn kind(&self) -> &str {
+        self.adapter.kind()
+    }
+
+    /// The engine id.
+    pub fn engine_id(&self) -> &EngineId {
+        self.adapter.engine_id()
+    }
+
+    /// The storage class transfers use on this endpoint.
+    ///
+    /// # Errors
+    ///
+    /// As [`DeviceEndpoint::storage_class`].
+    pub fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        self.adapter.storage_class()
+    }
+
+    /// The transfer endpoint.
+    ///
+    /// # Errors
+    ///
+    /// As [`Endpoint::storage_class`].
+    pub fn transfer_endpoint(&self) -> Result<TransferEndpoint, HarnessError> {
+        Ok(TransferEndpoint::new(
+            self.engine_id().clone(),
+            self.storage_class()?,
+        ))
+    }
+
+    /// The placement a tensor on this endpoint must have.
+    pub fn placement_rule(&self) -> PlacementRule {
+        self.adapter.placement_rule()
+    }
+
+    /// The storage a tensor on this endpoint must use.
+    pub fn storage_rule(&self) -> StorageRule {
+        self.adapter.storage_rule()
+    }
+
+    /// A fresh engine for this endpoint in `role`.
+    ///
+    /// # Errors
+    ///
+    /// As [`DeviceEndpoint::engine`].
+    pub fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        self.adapter.engine(role)
+    }
+
+    /// The runtime registration of this endpoint's engine in `role`.
+    ///
+    /// # Errors
+    ///
+    /// As [`DeviceEndpoint::registration`].
+    pub fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        self.adapter.registration(role)
+    }
+
+    /// Whether the copy into `tensor` has completed, as the device says.
+    pub fn completion_state(&self, tensor: &Tensor) -> CompletionState {
+        self.adapter.completion(tensor)
+    }
+
+    /// The allocation ledger of this endpoint's memory, when it keeps one.
+    pub fn ledger(&self) -> Option<Arc<AllocationLedger>> {
+        self.adapter.allocation_ledger()
+    }
+
+    /// Whether [`DeviceEndpoint::stage`] builds strided views.
+    pub fn stages_views(&self) -> bool {
+        self.adapter.stages_views()
+    }
+
+    /// Whether the device can run here.
+    pub fn availability(&self) -> Availability {
+        self.adapter.availability()
+    }
+
+    /// `Ok` when the device is available; otherwise
+    /// [`HarnessError::Unavailable`] (a skip) or, where
+    /// [`REQUIRE_DEVICES_ENV`] names this endpoint's kind (or `all`),
+    /// [`HarnessError::DeviceRequired`] (a failure).
+    ///
+    /// # Errors
+    ///
+    /// As above.
+    pub fn gate(&self) -> Result<(), HarnessError> {
+        match self.availability() {
+            Availability::Available => Ok(()),
+            Availability::Unavailable { reason } => {
+                let reason = format!("{}: {reason}", self.name());
+                if device_required(self.kind()) {
+                    Err(HarnessError::DeviceRequired {
+                        kind: self.kind().to_owned(),
+                        reason,
+                    })
+                } else {
+                    Err(HarnessError::Unavailable { reason })
+                }
+            }
+        }
+    }
+}
+
+/// Whether [`REQUIRE_DEVICES_ENV`] names `kind` (or `all`); for `cuda`,
+/// `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` counts too.
+pub fn device_required(kind: &str) -> bool {
+    if kind == "cuda" && crate::cuda_required() {
+        return true;
+    }
+    std::env::var(REQUIRE_DEVICES_ENV).is_ok_and(|value| {
+        value
+            .split(',')
+            .map(str::trim)
+            .any(|named| named == "all" || named == kind)
+    })
+}
