@@ -20,7 +20,7 @@ use tenferro_tensor::{
 };
 
 use super::CudaError;
-use super::stream::{StreamState, query_stream};
+use super::stream::{StreamState, query_stream, synchronize_context};
 use crate::{
     Case, CompletionState, DeviceEndpoint, HarnessError, Layout, PlacementRule, ReadBack,
     StorageRule, stage_via_host,
@@ -281,8 +281,9 @@ impl CudaEndpoint {
     }
 
     /// Whether the copy into `tensor`, just returned by a provider, has
-    /// completed: the state of the runtime's stream (`cuStreamQuery`), which
-    /// orders every copy into this runtime's memory.
+    /// completed: the state of the runtime's stream (`cuStreamQuery`), then,
+    /// for a copy on a stream of the provider's own, whether the output
+    /// stays the same across a device-wide synchronize.
     pub fn completion_state(&self, tensor: &Tensor) -> CompletionState {
         let family = TensorRead::from_tensor(tensor).backend_family();
         if family != Some(CUDA_FAMILY) {
@@ -293,7 +294,7 @@ impl CudaEndpoint {
             };
         }
         match query_stream(&self.runtime(), self.stream()) {
-            Ok(StreamState::Idle) => CompletionState::Complete,
+            Ok(StreamState::Idle) => self.settled_after_synchronize(tensor),
             Ok(StreamState::Busy) => CompletionState::Pending {
                 detail: format!(
                     "cuStreamQuery on {}'s stream answered CUDA_ERROR_NOT_READY",
@@ -306,6 +307,36 @@ impl CudaEndpoint {
             Err(error) => CompletionState::Unknown {
                 reason: format!("the stream could not be queried: {error}"),
             },
+        }
+    }
+
+    /// Whether the output stays as it is across a device-wide synchronize.
+    ///
+    /// The runtime's stream being idle says nothing of a copy the provider
+    /// queued on a stream of its own: the output is read now (a download on
+    /// the runtime's stream, which does not wait for other streams), then
+    /// again after `cuCtxSynchronize`; if the two images differ, a copy into
+    /// it was still in flight when the provider returned.
+    fn settled_after_synchronize(&self, tensor: &Tensor) -> CompletionState {
+        let runtime = self.runtime();
+        let before = self.image(tensor);
+        if let Err(error) = synchronize_context(&runtime) {
+            return CompletionState::Failed {
+                detail: format!("the device-wide synchronize after the return failed: {error}"),
+            };
+        }
+        match (before, self.image(tensor)) {
+            (Some(Ok(before)), Some(Ok(after))) if before != after => CompletionState::Pending {
+                detail: format!(
+                    "{}'s stream was idle, but the output changed across a device-wide synchronize: a copy on a stream the harness does not own was still in flight",
+                    self.name
+                ),
+            },
+            (Some(Ok(_)), Some(Ok(_))) => CompletionState::Complete,
+            (_, Some(Err(error))) | (Some(Err(error)), _) => CompletionState::Unknown {
+                reason: format!("the output could not be read back to compare across a synchronize: {error}"),
+            },
+            _ => CompletionState::Complete,
         }
     }
 

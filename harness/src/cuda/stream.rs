@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tenferro_gpu::cuda::CudaRuntime;
 use tenferro_gpu::cuda::cudarc::driver::sys::{
-    CUresult, CUstream_st, cuLaunchHostFunc, cuStreamQuery,
+    CUresult, CUstream_st, cuCtxSynchronize, cuLaunchHostFunc, cuStreamQuery,
 };
 
 use super::CudaError;
@@ -101,6 +101,33 @@ pub(crate) fn hold_stream(
     } else {
         Err(CudaError::Driver {
             call: "cuLaunchHostFunc",
+            status: format!("{status:?}"),
+        })
+    }
+}
+
+/// Wait until every stream of the runtime's context (the provider's own
+/// streams included) has finished its work: `cuCtxSynchronize`.
+///
+/// # Errors
+///
+/// [`CudaError::Driver`] when the driver reports an error.
+#[allow(unsafe_code)]
+pub(crate) fn synchronize_context(runtime: &CudaRuntime) -> Result<(), CudaError> {
+    let status = runtime
+        .with_current_context("tenferro-transfer-harness.cuda.synchronize", || {
+            // SAFETY: the runtime's context is current inside this closure
+            // and alive while `runtime` is borrowed; cuCtxSynchronize only
+            // waits for the context's queued work and touches no memory of
+            // ours.
+            unsafe { cuCtxSynchronize() }
+        })
+        .map_err(context_error)?;
+    if status == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(CudaError::Driver {
+            call: "cuCtxSynchronize",
             status: format!("{status:?}"),
         })
     }
