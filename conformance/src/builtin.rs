@@ -74,11 +74,9 @@ impl BuiltinProvider {
                 ))
             }
             #[cfg(feature = "cuda")]
-            "cuda-download" if host(destination) => {
-                Arc::new(tenferro_transfer_harness::cuda::CudaDownload::new(
-                    cuda(source).ok_or_else(wrong)?,
-                ))
-            }
+            "cuda-download" if host(destination) => Arc::new(
+                tenferro_transfer_harness::cuda::CudaDownload::new(cuda(source).ok_or_else(wrong)?),
+            ),
             _ => return Err(wrong()),
         })
     }

@@ -16,8 +16,8 @@ use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Capabilities;
 use tenferro_transfer_harness::{
-    CapabilityGate, Case, Endpoint, Filler, HostEndpoint, Judgement, Layout, Oracle, PlacementRule, Route, Rule,
-    StorageRule, Violation, Watchdog,
+    CapabilityGate, Case, Endpoint, Filler, HostEndpoint, Judgement, Layout, Oracle, PlacementRule,
+    Route, Rule, StorageRule, Violation, Watchdog,
 };
 
 use crate::{BuiltinProvider, fixed_shapes};
@@ -904,7 +904,9 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     // meets its own broken providers (`native_broken`) instead.
     let generic: Vec<&(BuiltinProvider, Route)> = routes
         .iter()
-        .filter(|(_, route)| generic_endpoint(route.source()) && generic_endpoint(route.destination()))
+        .filter(|(_, route)| {
+            generic_endpoint(route.source()) && generic_endpoint(route.destination())
+        })
         .collect();
     // Without a route to break, a catalogue row would only say "never
     // applied"; the skip list says why instead.

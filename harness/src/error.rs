@@ -66,7 +66,10 @@ pub enum HarnessError {
     },
     /// A device is not available here, and the user requires it
     /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names its kind): a failure.
-    #[error("{} requires the {kind} device, but {reason}", crate::REQUIRE_DEVICES_ENV)]
+    #[error(
+        "{} requires the {kind} device, but {reason}",
+        crate::REQUIRE_DEVICES_ENV
+    )]
     DeviceRequired {
         /// The device kind required.
         kind: String,

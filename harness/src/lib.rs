@@ -44,10 +44,15 @@ mod stage;
 pub mod strategy;
 mod watchdog;
 
+pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint};
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::FUZZ_PROFILE;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
+pub use endpoint::{
+    Availability, DeviceEndpoint, Endpoint, REQUIRE_DEVICES_ENV, ReadBack, declared_ingress,
+    device_required, stage_via_host,
+};
 pub use error::HarnessError;
 pub use gate::{
     REQUIRE_CUDA_ENV, announce_skip, cuda_gate, cuda_required, cuda_unavailable_reason,
@@ -60,16 +65,11 @@ pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
 pub use rig::Rig;
-pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint};
-pub use endpoint::{
-    Availability, DeviceEndpoint, Endpoint, REQUIRE_DEVICES_ENV, ReadBack, declared_ingress,
-    device_required, stage_via_host,
-};
 pub use route::{PlacementRule, Route, StorageRule};
-pub use tenferro_mock_devices::{AllocationLedger, EngineRole};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
     source_chain,
 };
+pub use tenferro_mock_devices::{AllocationLedger, EngineRole};
 pub use watchdog::{DEFAULT_DEADLINE, Watchdog};

@@ -22,11 +22,24 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 /// worker to come back before it gives the worker up for lost.
 const GRACE: Duration = Duration::from_secs(1);
 
+/// How often a released worker may park again on an abandoned case
+/// before it is given up for lost.
+const MAX_RELEASES: usize = 16;
+
 type Reply = Result<Outcome, HarnessError>;
+
+/// What the worker tells the watchdog.
+enum Message {
+    /// The case's outcome (boxed: an outcome is large, a park is not).
+    Done(Box<Reply>),
+    /// The worker parked in a simulated hang ([`hold`]): only a release
+    /// ends it, so the case will overrun any deadline.
+    Parked,
+}
 
 struct Worker {
     jobs: Sender<Case>,
-    replies: Receiver<Reply>,
+    replies: Receiver<Message>,
     thread: ThreadId,
     spy: Arc<Spy>,
     trace: Arc<Trace>,
@@ -36,7 +49,7 @@ struct Worker {
 impl Worker {
     fn spawn(route: &Route, provider: &Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
         let (jobs, job_queue) = mpsc::channel::<Case>();
-        let (reply, replies) = mpsc::channel::<Reply>();
+        let (reply, replies) = mpsc::channel::<Message>();
         let (ready, started) = mpsc::channel();
         let (route, provider) = (route.clone(), Arc::clone(provider));
         let handle = std::thread::Builder::new()
@@ -57,8 +70,12 @@ impl Worker {
                 if ready.send(Ok(handles)).is_err() {
                     return;
                 }
+                let parked = reply.clone();
+                hold::on_park(Some(Box::new(move || {
+                    let _ = parked.send(Message::Parked);
+                })));
                 while let Ok(case) = job_queue.recv() {
-                    if reply.send(rig.run(&case)).is_err() {
+                    if reply.send(Message::Done(Box::new(rig.run(&case)))).is_err() {
                         return;
                     }
                 }
@@ -182,10 +199,15 @@ impl Watchdog {
             return Err(died());
         }
         match worker.replies.recv_timeout(self.deadline) {
-            Ok(reply) => {
+            Ok(Message::Done(reply)) => {
                 self.worker = Some(worker);
-                reply
+                *reply
             }
+            // A simulated hang: the test owns its clock, so the deadline
+            // passes now rather than on the wall clock. Real hangs (a
+            // vendor's provider, a real device) never park here and keep
+            // the wall-clock deadline.
+            Ok(Message::Parked) => Ok(self.give_up(worker)),
             Err(RecvTimeoutError::Disconnected) => Err(died()),
             Err(RecvTimeoutError::Timeout) => Ok(self.give_up(worker)),
         }
@@ -199,10 +221,24 @@ impl Watchdog {
         let trace = worker.trace.events();
         let event_domains = worker.event_domains;
         hold::release(worker.thread);
-        match worker.replies.recv_timeout(GRACE) {
-            // Its outcome belongs to a case already judged as timed out.
-            Ok(_) => self.worker = Some(worker),
-            Err(_) => self.lost_workers += 1,
+        let mut releases = 1;
+        loop {
+            match worker.replies.recv_timeout(GRACE) {
+                // Its outcome belongs to a case already judged as timed out.
+                Ok(Message::Done(_)) => {
+                    self.worker = Some(worker);
+                    break;
+                }
+                // Released, it parked again on the same abandoned case.
+                Ok(Message::Parked) if releases < MAX_RELEASES => {
+                    releases += 1;
+                    hold::release(worker.thread);
+                }
+                Ok(Message::Parked) | Err(_) => {
+                    self.lost_workers += 1;
+                    break;
+                }
+            }
         }
         let limit = self.deadline;
         Outcome {

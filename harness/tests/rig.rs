@@ -9,14 +9,15 @@ use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::{Complex, DType};
 use tenferro_transfer_harness::{
-    Case, Endpoint, HostProvider, Layout, ReadBack, Oracle, ProviderResult, Rig, Route, Rule, RuntimeVerdict,
-    ViewAxis, ViewSpec,
+    Case, Endpoint, HostProvider, Layout, Oracle, ProviderResult, ReadBack, Rig, Route, Rule,
+    RuntimeVerdict, ViewAxis, ViewSpec,
 };
 
 /// A route and its reference provider.
 fn reference(route: Route) -> (Route, Arc<dyn TransferProvider>) {
     let sim = |endpoint: &Endpoint| endpoint.downcast::<SimDevice>().cloned();
-    let provider: Arc<dyn TransferProvider> = match (sim(route.source()), sim(route.destination())) {
+    let provider: Arc<dyn TransferProvider> = match (sim(route.source()), sim(route.destination()))
+    {
         (None, Some(device)) => Arc::new(SimUpload::new(device)),
         (Some(device), None) => Arc::new(SimDownload::new(device)),
         (Some(from), Some(to)) => Arc::new(SimPeer::new(from, to)),

@@ -70,6 +70,8 @@ pub(crate) struct DeviceCore {
     pending: Mutex<Vec<Weak<CopyOp>>>,
     last_due: Mutex<HashMap<usize, Instant>>,
     copy_numbers: AtomicU64,
+    /// The device's clock, which waits skip ahead.
+    pub(crate) clock: crate::clock::SimClock,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -5,9 +5,45 @@
 //! the thread it gave up on, so the hung call returns an error and the
 //! thread is not lost.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::{Condvar, LazyLock, Mutex, PoisonError};
 use std::thread::ThreadId;
+
+thread_local! {
+    static PARK_HOOK: RefCell<Option<Box<dyn Fn()>>> = const { RefCell::new(None) };
+}
+
+/// Call `hook` on this thread each time it parks in
+/// [`park_until_released`], after it is registered as parked (replacing an
+/// earlier hook; `None` removes it).
+///
+/// A simulated hang lasts until the harness releases it, so a watchdog that
+/// hears of the park knows the case will overrun any deadline: it can judge
+/// the deadline at once instead of waiting it out on the wall clock (the
+/// test owns the clock of a simulated hang; a real hang keeps the wall
+/// clock).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::mpsc;
+/// use tenferro_mock_devices::hold;
+///
+/// let (parked, heard) = mpsc::channel();
+/// let worker = std::thread::spawn(move || {
+///     hold::on_park(Some(Box::new(move || {
+///         let _ = parked.send(());
+///     })));
+///     hold::park_until_released();
+/// });
+/// heard.recv().unwrap();
+/// hold::release(worker.thread().id());
+/// worker.join().unwrap();
+/// ```
+pub fn on_park(hook: Option<Box<dyn Fn()>>) {
+    PARK_HOOK.with(|slot| *slot.borrow_mut() = hook);
+}
 
 struct Holds {
     released: Mutex<HashSet<ThreadId>>,
@@ -44,6 +80,13 @@ pub fn park_until_released() {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(me);
+    // Nothing but a release ends this hold, so whoever watches the thread
+    // may advance its clock to the deadline now (see `on_park`).
+    PARK_HOOK.with(|hook| {
+        if let Some(hook) = hook.borrow().as_ref() {
+            hook();
+        }
+    });
     while !released.remove(&me) {
         released = HOLDS
             .wake

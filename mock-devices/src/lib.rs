@@ -19,6 +19,7 @@
 
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
+mod clock;
 mod device;
 mod element;
 mod engine;

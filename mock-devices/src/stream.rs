@@ -150,7 +150,7 @@ impl CopyOp {
         if self.never {
             return;
         }
-        if self.due.is_some_and(|due| Instant::now() >= due) {
+        if self.due.is_some_and(|due| self.core.clock.now() >= due) {
             self.complete(None);
         }
     }
@@ -171,7 +171,9 @@ impl CopyOp {
             }));
         } else {
             if let Some(due) = self.due {
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                // The device's clock skips ahead: a modelled latency costs
+                // no wall time.
+                self.core.clock.advance_to(due);
             }
             self.complete(None);
         }
@@ -257,10 +259,10 @@ impl SimStream {
         let bytes = std::mem::size_of_val(values.as_slice());
         let (number, plan, spike, never) = core.begin_copy(self.device.name())?;
         let due = match core.mode() {
-            CompletionMode::Held => spike.map(|delay| Instant::now() + delay),
+            CompletionMode::Held => spike.map(|delay| core.clock.now() + delay),
             CompletionMode::Latency { base, jitter, seed } => {
                 let extra = jitter.mul_f64(unit_interval(seed, number));
-                let due = Instant::now() + base + extra + spike.unwrap_or_default();
+                let due = core.clock.now() + base + extra + spike.unwrap_or_default();
                 // A stream completes in order.
                 Some(core.in_stream_order(self.index, due))
             }

@@ -208,7 +208,9 @@ impl DeviceEndpoint for HostEndpoint {
     }
 
     fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
-        self.domain.as_ref().map(|domain| Arc::clone(domain.ledger()))
+        self.domain
+            .as_ref()
+            .map(|domain| Arc::clone(domain.ledger()))
     }
 
     fn as_any(&self) -> &dyn Any {

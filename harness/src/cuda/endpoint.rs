@@ -334,7 +334,9 @@ impl CudaEndpoint {
             },
             (Some(Ok(_)), Some(Ok(_))) => CompletionState::Complete,
             (_, Some(Err(error))) | (Some(Err(error)), _) => CompletionState::Unknown {
-                reason: format!("the output could not be read back to compare across a synchronize: {error}"),
+                reason: format!(
+                    "the output could not be read back to compare across a synchronize: {error}"
+                ),
             },
             _ => CompletionState::Complete,
         }
