@@ -318,8 +318,23 @@ impl ProviderSuite {
                 ),
             );
         }
-        let route = match guarded(|| (declared.route)()) {
+        let route = match guarded(|| {
+            (declared.route)().and_then(|route| {
+                route.gate()?;
+                Ok(route)
+            })
+        }) {
             Ok(Ok(route)) => route,
+            // A device that is not here (no GPU, no driver, a vendor's
+            // device the adapter says is absent): every rule of the route
+            // is a skip with the reason, as in the CLI; where the user
+            // requires the device, the error is a failure instead.
+            Ok(Err(HarnessError::Unavailable { reason })) => {
+                return vec![CaseResult::skipped(
+                    self.head(name, String::new()),
+                    format!("the route cannot run here: {reason}"),
+                )];
+            }
             Ok(Err(error)) => {
                 return setup(
                     String::new(),
@@ -648,10 +663,13 @@ fn check_rule(report: &Report, route: &str, rule: Rule) -> RuleVerdict {
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     let mut checked = 0;
     for row in &rows {
-        match row.unchecked.iter().find(|item| item.rule == rule) {
-            Some(item) => *reasons.entry(item.reason.as_str()).or_default() += 1,
-            None if row.skip_reason.is_none() => checked += 1,
-            None => *reasons.entry("the case was skipped").or_default() += 1,
+        match (
+            row.unchecked.iter().find(|item| item.rule == rule),
+            &row.skip_reason,
+        ) {
+            (Some(item), _) => *reasons.entry(item.reason.as_str()).or_default() += 1,
+            (None, None) => checked += 1,
+            (None, Some(reason)) => *reasons.entry(reason.as_str()).or_default() += 1,
         }
     }
     if checked > 0 {

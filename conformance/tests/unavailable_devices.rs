@@ -1,0 +1,195 @@
+//! A device that is not here (issue 17): every rule test of its routes is a
+//! skip with the reason, through `ProviderSuite` exactly as in the CLI; the
+//! require variables turn those skips into failures. Shown for CUDA (no GPU
+//! on this machine) and for a vendor's own adapter that says it is absent.
+
+use std::any::Any;
+use std::process::Command;
+use std::sync::Arc;
+
+use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
+use tenferro_transfer_conformance::harness::{
+    Availability, DeviceEndpoint, EngineRole, HarnessError, PlacementRule, REQUIRE_CUDA_ENV,
+    REQUIRE_DEVICES_ENV, StorageRule, cuda_unavailable_reason,
+};
+use tenferro_transfer_conformance::prelude::*;
+
+/// A vendor's device whose driver is not installed on this machine.
+#[derive(Debug)]
+struct AbsentNpu {
+    id: EngineId,
+}
+
+impl AbsentNpu {
+    fn open() -> Result<Self, HarnessError> {
+        EngineId::new("vendor.npu0.v1")
+            .map(|id| Self { id })
+            .map_err(|error| HarnessError::Runtime {
+                context: "engine id".to_owned(),
+                message: error.to_string(),
+            })
+    }
+}
+
+fn absent(what: &str) -> HarnessError {
+    HarnessError::Runtime {
+        context: what.to_owned(),
+        message: "the NPU driver is not installed".to_owned(),
+    }
+}
+
+impl DeviceEndpoint for AbsentNpu {
+    fn name(&self) -> &str {
+        "npu0"
+    }
+
+    fn kind(&self) -> &str {
+        "vendor-npu"
+    }
+
+    fn engine_id(&self) -> &EngineId {
+        &self.id
+    }
+
+    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        Err(absent("storage class"))
+    }
+
+    fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        Err(absent("registration"))
+    }
+
+    fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        Err(absent("engine"))
+    }
+
+    fn placement_rule(&self) -> PlacementRule {
+        PlacementRule::Host
+    }
+
+    fn storage_rule(&self) -> StorageRule {
+        StorageRule::PlainHost
+    }
+
+    fn availability(&self) -> Availability {
+        Availability::Unavailable {
+            reason: "the NPU driver (libnpu.so) is not installed".to_owned(),
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn npu_suite() -> ProviderSuite {
+    ProviderSuite::new("npu-upload", Level::V1)
+        .route(
+            "upload",
+            || Route::new(Endpoint::host("host")?, Endpoint::new(AbsentNpu::open()?)),
+            |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>),
+        )
+        .profile(Profile::Quick)
+}
+
+fn cuda_suite() -> ProviderSuite {
+    ProviderSuite::new("cuda-upload", Level::V1)
+        .route("upload", Route::host_to_cuda, |_| {
+            Err("never built: the route is not here".into())
+        })
+        .profile(Profile::Quick)
+}
+
+fn verdicts(suite: &ProviderSuite) -> Vec<(Rule, RuleVerdict)> {
+    let report = suite.run();
+    Level::V1
+        .rules()
+        .iter()
+        .map(|rule| (*rule, suite.check(&report, "upload", *rule)))
+        .collect()
+}
+
+fn assert_every_rule_skips(suite: &ProviderSuite, because: &str) {
+    for (rule, verdict) in verdicts(suite) {
+        let RuleVerdict::Skip(reason) = &verdict else {
+            panic!("{rule}: {verdict:?}, expected a skip");
+        };
+        assert!(reason.contains(because), "{rule}: {reason}");
+    }
+}
+
+fn assert_every_rule_fails(suite: &ProviderSuite, because: &str) {
+    for (rule, verdict) in verdicts(suite) {
+        let RuleVerdict::Fail(text) = &verdict else {
+            panic!("{rule}: {verdict:?}, expected a failure");
+        };
+        assert!(text.contains(because), "{rule}: {text}");
+    }
+}
+
+/// Run one ignored test of this binary with `variable=value`, and say
+/// whether it passed.
+fn rerun_with(test: &str, variable: &str, value: &str) -> std::process::Output {
+    Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", test, "--ignored", "--nocapture"])
+        .env(variable, value)
+        .output()
+        .expect("rerun the test binary")
+}
+
+#[test]
+fn a_vendor_device_that_is_absent_skips_every_rule_with_its_reason() {
+    assert_every_rule_skips(&npu_suite(), "libnpu.so) is not installed");
+}
+
+#[test]
+#[ignore = "run by requiring_the_vendor_device_fails_every_rule, with the require variable set"]
+fn npu_rules_fail_when_required() {
+    assert_every_rule_fails(&npu_suite(), "requires the vendor-npu device");
+}
+
+#[test]
+fn requiring_the_vendor_device_fails_every_rule() {
+    for value in ["vendor-npu", "cuda,vendor-npu", "all"] {
+        let output = rerun_with("npu_rules_fail_when_required", REQUIRE_DEVICES_ENV, value);
+        assert!(
+            output.status.success(),
+            "{REQUIRE_DEVICES_ENV}={value}: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+    }
+    // Another kind required leaves this one a skip.
+    let output = rerun_with("npu_rules_fail_when_required", REQUIRE_DEVICES_ENV, "cuda");
+    assert!(!output.status.success());
+}
+
+#[test]
+fn a_cuda_route_without_a_gpu_skips_every_rule_with_the_reason() {
+    let Some(reason) = cuda_unavailable_reason() else {
+        eprintln!(
+            "SKIP a_cuda_route_without_a_gpu_skips_every_rule_with_the_reason: a GPU is here"
+        );
+        return;
+    };
+    assert_every_rule_skips(&cuda_suite(), &reason);
+}
+
+#[test]
+#[ignore = "run by requiring_cuda_fails_every_rule, with the require variable set"]
+fn cuda_rules_fail_when_required() {
+    assert_every_rule_fails(&cuda_suite(), "TRANSFER_CONFORMANCE_REQUIRE_CUDA=1");
+}
+
+#[test]
+fn requiring_cuda_fails_every_rule() {
+    if cuda_unavailable_reason().is_none() {
+        eprintln!("SKIP requiring_cuda_fails_every_rule: a GPU is here");
+        return;
+    }
+    let output = rerun_with("cuda_rules_fail_when_required", REQUIRE_CUDA_ENV, "1");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
