@@ -13,6 +13,7 @@
 //! [`ProviderSuite`](crate::ProviderSuite) runs this on every declared
 //! route; [`run_concurrent`] runs it on a built-in provider.
 
+use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -243,11 +244,12 @@ impl Pressure {
     /// Whether every call made in several repeats got the same verdict in
     /// each.
     pub fn identical_repeats(&self) -> bool {
+        let mut verdicts: HashMap<(usize, usize), bool> = HashMap::new();
         self.calls.iter().all(|call| {
-            self.calls
-                .iter()
-                .filter(|other| other.thread == call.thread && other.index == call.index)
-                .all(|other| other.failed() == call.failed())
+            *verdicts
+                .entry((call.thread, call.index))
+                .or_insert(call.failed())
+                == call.failed()
         })
     }
 }

@@ -84,7 +84,10 @@ impl Staging for EveryNth {
             return bytes;
         }
         let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.period.is_some_and(|period| call % period == 0) {
+        if self
+            .period
+            .is_some_and(|period| call.is_multiple_of(period))
+        {
             bytes[0] ^= 1;
         }
         bytes

@@ -1,7 +1,8 @@
 //! `ProviderSuite`: what a provider crate declares about its provider (the
 //! routes it serves, its capabilities, a profile and a pinned level), and
-//! the run that judges it on the fixed cases, the generated cases and the
-//! cases just outside its capabilities.
+//! the run that judges it on the fixed cases and size classes, the
+//! generated cases, concurrent and repeated calls, and the cases just
+//! outside its capabilities.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -24,7 +25,7 @@ pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
 use crate::report::{CaseResult, Report, RowHead, ViolationRow};
-use crate::{LARGE_ELEMENTS, Level, fixed_shapes};
+use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes, special_values_case};
 use verdict::check_rule;
 
 /// What the phases of one route's run share.
@@ -191,8 +192,11 @@ impl ProviderSuite {
             .collect()
     }
 
-    /// Run every declared route: the fixed cases and the generated cases
-    /// inside the capabilities, and the cases just outside them. With
+    /// Run every declared route: inside the capabilities, the fixed cases,
+    /// the size classes (above 1 Mi elements, a large view, every rank,
+    /// every special float value in both signs), the generated cases and
+    /// the concurrent and repeated calls (one provider instance, a runtime
+    /// per thread); and the cases just outside the capabilities. With
     /// `TRANSFER_CONFORMANCE_REPLAY` set, runs only that recipe.
     ///
     /// Never panics: a route, provider or case that cannot be set up is a
@@ -427,7 +431,8 @@ impl ProviderSuite {
     fn fixed_cases(&self, profile: Profile) -> Vec<Result<Case, HarnessError>> {
         let include_large =
             profile != Profile::Quick && self.capabilities.max_elements >= LARGE_ELEMENTS;
-        let shapes = fixed_shapes(include_large);
+        let mut shapes = fixed_shapes(include_large);
+        shapes.extend(size_classes(&self.capabilities));
         let mut cases = Vec::new();
         for dtype in PRESET_DTYPES {
             if !self.capabilities.dtypes.contains(&dtype) {
@@ -439,6 +444,9 @@ impl ProviderSuite {
                     shape.shape.clone(),
                     shape.layout.clone(),
                 ));
+            }
+            if let Some(case) = special_values_case(dtype).transpose() {
+                cases.push(case);
             }
         }
         cases.retain(|case| {
