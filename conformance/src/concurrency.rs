@@ -1,30 +1,54 @@
 //! One provider instance driven from several threads at once, each thread
-//! with its own runtime: values must not cross between cases, no case may
-//! leak, and three repeats of the same concurrent set must give identical
-//! verdicts.
+//! with its own runtime, over and over: values must not cross between
+//! calls, no call may leak, and a call must get the same verdict every time
+//! it is made.
+//!
+//! The threads call the provider in lock-step rounds (a barrier before
+//! every round), so that their calls really overlap; every call records
+//! where it started and ended on one shared clock, so a failure can name
+//! the calls that were in flight beside it. The cases are drawn from the
+//! seed, thread by thread, so the schedule of a run is reproducible; only
+//! the timing of the threads is not.
+//!
+//! [`ProviderSuite`](crate::ProviderSuite) runs this on every declared
+//! route; [`run_concurrent`] runs it on a built-in provider.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, TestRunner};
 use serde::Serialize;
-use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_mock_devices::providers::Fault;
-use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{Case, HarnessError, Layout, Oracle, Rig, Route, Rule};
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
+use tenferro_transfer_harness::{
+    DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Watchdog, panic_message,
+};
 
 use crate::BuiltinProvider;
+use crate::generated::{REPLAY_ENV, SEED_ENV, seed_rng, shell_quote};
 use crate::suite::provider_for;
 
 /// How hard to push one provider instance.
 #[derive(Clone, Debug)]
 pub struct ConcurrencyOptions {
-    /// Threads, each with its own runtime.
+    /// Threads, each with its own runtime around the one provider.
     pub threads: usize,
-    /// Cases each thread runs per repeat.
+    /// Calls each thread makes per repeat.
     pub cases_per_thread: usize,
-    /// How many times the whole concurrent set runs.
+    /// How many times the whole concurrent set runs, each time with fresh
+    /// runtimes around the same provider.
     pub repeats: usize,
-    /// Faults injected into the shared provider.
+    /// Faults injected into the shared provider (built-in providers only).
     pub inject: Vec<Fault>,
+    /// The seed the threads draw their cases from.
+    pub seed: u64,
+    /// The per-call deadline.
+    pub deadline: Duration,
 }
 
 impl Default for ConcurrencyOptions {
@@ -34,6 +58,39 @@ impl Default for ConcurrencyOptions {
             cases_per_thread: 24,
             repeats: 3,
             inject: Vec::new(),
+            seed: 0,
+            deadline: DEFAULT_DEADLINE,
+        }
+    }
+}
+
+impl ConcurrencyOptions {
+    /// What a [`ProviderSuite`](crate::ProviderSuite) runs in `profile`:
+    /// four threads, two repeats, and 80 (`quick`), 256 (`default`) or
+    /// 2,048 (`deep`) calls per thread and repeat. `quick` makes 640
+    /// concurrent calls, on top of the fixed and generated ones: a fault
+    /// that fires once in a few hundred calls is met.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_conformance::concurrency::ConcurrencyOptions;
+    /// use tenferro_transfer_conformance::harness::strategy::Profile;
+    ///
+    /// let quick = ConcurrencyOptions::for_profile(Profile::Quick);
+    /// assert_eq!(quick.threads * quick.cases_per_thread * quick.repeats, 640);
+    /// ```
+    pub fn for_profile(profile: Profile) -> Self {
+        let cases_per_thread = match profile {
+            Profile::Quick => 80,
+            Profile::Default => 256,
+            _ => 2048,
+        };
+        Self {
+            threads: 4,
+            cases_per_thread,
+            repeats: 2,
+            ..Self::default()
         }
     }
 }
@@ -47,11 +104,13 @@ pub struct ConcurrencyReport {
     pub route: String,
     /// Threads.
     pub threads: usize,
-    /// Cases judged over all threads and repeats.
+    /// Calls made over all threads and repeats.
     pub cases: usize,
-    /// The first few violations, with their thread and case.
+    /// The first few failing calls: thread, call, repeat, what was wrong,
+    /// the calls in flight beside it, and how to replay it.
     pub failures: Vec<String>,
-    /// Whether every repeat gave the same verdicts, case by case.
+    /// Whether every call made in more than one repeat got the same verdict
+    /// each time.
     pub identical_repeats: bool,
 }
 
@@ -62,29 +121,333 @@ impl ConcurrencyReport {
     }
 }
 
-/// The case thread `thread` runs at position `index`: distinct values on
-/// every thread, so a value that crosses between cases shows.
-fn case_for(thread: usize, index: usize) -> Result<Case, HarnessError> {
-    let shapes: [&[usize]; 4] = [&[5, 3], &[17], &[2, 3, 4], &[]];
-    let dtype = PRESET_DTYPES[(thread + index) % PRESET_DTYPES.len()];
-    Recipe {
-        dtype: format!("{dtype:?}"),
-        shape: shapes[index % shapes.len()].to_vec(),
-        layout: Layout::Owned,
-        seed: (thread as u64) << 32 | index as u64,
-        specials: 64,
-    }
-    .case()
+/// One call of a concurrent run.
+#[derive(Clone, Debug)]
+pub(crate) struct Call {
+    /// Which repeat of the set, from 0.
+    pub repeat: usize,
+    /// Which thread, from 0.
+    pub thread: usize,
+    /// Which call of the thread, from 0: calls with the same index ran in
+    /// the same round.
+    pub index: usize,
+    /// The case.
+    pub recipe: Recipe,
+    /// Where the call started and ended on the run's shared clock.
+    pub span: (u64, u64),
+    /// The oracle's judgement, or why the case could not run.
+    pub judged: Result<Judgement, String>,
 }
 
-type Verdicts = Vec<Vec<Vec<Rule>>>;
+impl Call {
+    /// Whether the call broke a rule or could not run.
+    pub fn failed(&self) -> bool {
+        self.judged
+            .as_ref()
+            .map_or(true, |judgement| !judgement.passed())
+    }
 
-/// Drive one instance of `builtin` from `options.threads` threads at once.
+    /// `thread 2, call 17`, with its case.
+    fn describe(&self) -> String {
+        format!(
+            "thread {} call {} ({} {:?} {})",
+            self.thread,
+            self.index + 1,
+            self.recipe.dtype,
+            self.recipe.shape,
+            layout_name(&self.recipe)
+        )
+    }
+}
+
+fn layout_name(recipe: &Recipe) -> &'static str {
+    match recipe.layout {
+        tenferro_transfer_harness::Layout::Owned => "owned",
+        _ => "view",
+    }
+}
+
+/// Every call of a concurrent run, and how it was run.
+#[derive(Clone, Debug)]
+pub(crate) struct Pressure {
+    /// The options it ran with.
+    pub options: ConcurrencyOptions,
+    /// Every call made, repeat by repeat, thread by thread. A repeat stops
+    /// after the first round in which a call failed.
+    pub calls: Vec<Call>,
+}
+
+impl Pressure {
+    /// The failing calls, in order.
+    pub fn failures(&self) -> impl Iterator<Item = &Call> {
+        self.calls.iter().filter(|call| call.failed())
+    }
+
+    /// A paragraph for a failing call: where it ran, what ran beside it,
+    /// what its other repeats said, and how to replay it.
+    pub fn account(&self, call: &Call, alone: &Alone, route: &str) -> String {
+        let options = &self.options;
+        let mut text = format!(
+            "under concurrent calls: thread {} of {} (each thread its own runtime, one provider instance), call {} of {}, repeat {} of {}",
+            call.thread,
+            options.threads,
+            call.index + 1,
+            options.cases_per_thread,
+            call.repeat + 1,
+            options.repeats
+        );
+        let beside: Vec<String> = self
+            .calls
+            .iter()
+            .filter(|other| {
+                other.repeat == call.repeat
+                    && other.thread != call.thread
+                    && other.span.0 < call.span.1
+                    && call.span.0 < other.span.1
+            })
+            .map(Call::describe)
+            .collect();
+        if beside.is_empty() {
+            text.push_str("\n  no other call was in flight at the same time");
+        } else {
+            text.push_str(&format!(
+                "\n  in flight at the same time: {}",
+                beside.join(", ")
+            ));
+        }
+        for other in self.calls.iter().filter(|other| {
+            other.repeat != call.repeat && other.thread == call.thread && other.index == call.index
+        }) {
+            text.push_str(&format!(
+                "\n  the same call in repeat {}: {}",
+                other.repeat + 1,
+                if other.failed() {
+                    "failed too"
+                } else {
+                    "passed (nondeterministic)"
+                }
+            ));
+        }
+        text.push_str(&format!(
+            "\n  replayed alone on one thread: {}",
+            alone.text()
+        ));
+        let json = call.recipe.to_json();
+        text.push_str(&format!(
+            "\n  replay: {REPLAY_ENV}={} cargo test {route}:: (the case alone); {SEED_ENV}={} cargo test {route}:: (the same concurrent schedule; the threads' timing varies)",
+            shell_quote(&json),
+            options.seed
+        ));
+        text
+    }
+
+    /// Whether every call made in several repeats got the same verdict in
+    /// each.
+    pub fn identical_repeats(&self) -> bool {
+        let mut verdicts: HashMap<(usize, usize), bool> = HashMap::new();
+        self.calls.iter().all(|call| {
+            *verdicts
+                .entry((call.thread, call.index))
+                .or_insert(call.failed())
+                == call.failed()
+        })
+    }
+}
+
+/// What replaying a failing call alone, on one thread, said.
+#[derive(Clone, Debug)]
+pub(crate) enum Alone {
+    /// It passed alone: the failure needs concurrent calls.
+    Passed,
+    /// It failed alone too.
+    Failed,
+    /// The replay could not run.
+    NotRun(String),
+}
+
+impl Alone {
+    fn text(&self) -> String {
+        match self {
+            Alone::Passed => {
+                "passed (it fails only beside other calls: state shared between calls, or a race)"
+                    .to_owned()
+            }
+            Alone::Failed => "failed again (it fails on its own too)".to_owned(),
+            Alone::NotRun(why) => format!("could not run: {why}"),
+        }
+    }
+}
+
+/// Replay `recipe` once on a fresh runtime around `provider`.
+pub(crate) fn replay_alone(
+    route: &Route,
+    provider: Arc<dyn TransferProvider>,
+    deadline: Duration,
+    recipe: &Recipe,
+) -> Alone {
+    let judged = Watchdog::new(route.clone(), provider, deadline).and_then(|mut watchdog| {
+        let case = recipe.case()?;
+        let outcome = watchdog.run(&case)?;
+        Ok(Oracle.judge(&case, route, &outcome))
+    });
+    match judged {
+        Ok(judgement) if judgement.passed() => Alone::Passed,
+        Ok(_) => Alone::Failed,
+        Err(error) => Alone::NotRun(error.to_string()),
+    }
+}
+
+/// The cases thread `thread` makes, drawn from the seed.
+fn thread_cases(
+    profile: Profile,
+    capabilities: &Capabilities,
+    options: &ConcurrencyOptions,
+    thread: usize,
+) -> Result<Vec<Recipe>, HarnessError> {
+    let strategy = recipe(profile, capabilities);
+    let salt = (thread as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03);
+    let mut runner = TestRunner::new_with_rng(Config::default(), seed_rng(options.seed ^ salt));
+    (0..options.cases_per_thread)
+        .map(|_| {
+            strategy
+                .new_tree(&mut runner)
+                .map(|tree| tree.current())
+                .map_err(|reason| HarnessError::InvalidCase {
+                    reason: format!("cannot draw a concurrent case: {reason}"),
+                })
+        })
+        .collect()
+}
+
+/// Drive `provider` on `route` from `options.threads` threads at once,
+/// `options.repeats` times, with cases of `profile` inside `capabilities`.
+///
+/// Never deadlocks on a failure: every thread takes part in every round's
+/// two barriers, whatever its calls do, and all threads stop after the
+/// same round.
 ///
 /// # Errors
 ///
-/// A setup error when the route, provider or a thread's rig cannot be
-/// built, or a case cannot be run.
+/// A setup error when the cases cannot be drawn.
+pub(crate) fn drive(
+    route: &Route,
+    provider: &Arc<dyn TransferProvider>,
+    profile: Profile,
+    capabilities: &Capabilities,
+    options: &ConcurrencyOptions,
+) -> Result<Pressure, HarnessError> {
+    let threads = options.threads.max(1);
+    let plans: Vec<Vec<Recipe>> = (0..threads)
+        .map(|thread| thread_cases(profile, capabilities, options, thread))
+        .collect::<Result<_, _>>()?;
+    let mut calls = Vec::new();
+    for repeat in 0..options.repeats {
+        let clock = AtomicU64::new(0);
+        let barrier = Barrier::new(threads);
+        let stop = AtomicBool::new(false);
+        let shared = Shared {
+            route,
+            provider,
+            deadline: options.deadline,
+            repeat,
+            clock: &clock,
+            barrier: &barrier,
+            stop: &stop,
+        };
+        let per_thread: Vec<Vec<Call>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = plans
+                .iter()
+                .enumerate()
+                .map(|(thread, plan)| {
+                    let shared = &shared;
+                    scope.spawn(move || shared.run_thread(thread, plan))
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|worker| worker.join().unwrap_or_default())
+                .collect()
+        });
+        calls.extend(per_thread.into_iter().flatten());
+    }
+    Ok(Pressure {
+        options: ConcurrencyOptions {
+            threads,
+            ..options.clone()
+        },
+        calls,
+    })
+}
+
+/// What every thread of one repeat shares.
+struct Shared<'a> {
+    route: &'a Route,
+    provider: &'a Arc<dyn TransferProvider>,
+    deadline: Duration,
+    repeat: usize,
+    clock: &'a AtomicU64,
+    barrier: &'a Barrier,
+    stop: &'a AtomicBool,
+}
+
+impl Shared<'_> {
+    /// One thread's calls through its own runtime, in lock-step with the
+    /// other threads.
+    ///
+    /// Each round is: barrier, call, flag a failure, barrier, read the
+    /// flag. Every flag is set between the two barriers of a round and
+    /// read after the second, so all threads read the same value and stop
+    /// after the same round.
+    fn run_thread(&self, thread: usize, plan: &[Recipe]) -> Vec<Call> {
+        let mut watchdog =
+            Watchdog::new(self.route.clone(), Arc::clone(self.provider), self.deadline);
+        let mut calls = Vec::with_capacity(plan.len());
+        for (index, recipe) in plan.iter().enumerate() {
+            self.barrier.wait();
+            let started = self.clock.fetch_add(1, Ordering::SeqCst);
+            let judged = match &mut watchdog {
+                Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
+                    let case = recipe.case().map_err(|error| error.to_string())?;
+                    let outcome = watchdog.run(&case).map_err(|error| error.to_string())?;
+                    Ok(Oracle.judge(&case, self.route, &outcome))
+                }))
+                .unwrap_or_else(|payload| {
+                    Err(format!(
+                        "the concurrent run itself panicked (a harness bug; please report it): {}",
+                        panic_message(payload.as_ref())
+                    ))
+                }),
+                Err(error) => Err(format!("the thread's runtime could not be built: {error}")),
+            };
+            let finished = self.clock.fetch_add(1, Ordering::SeqCst);
+            let call = Call {
+                repeat: self.repeat,
+                thread,
+                index,
+                recipe: recipe.clone(),
+                span: (started, finished),
+                judged,
+            };
+            if call.failed() {
+                self.stop.store(true, Ordering::SeqCst);
+            }
+            calls.push(call);
+            self.barrier.wait();
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        calls
+    }
+}
+
+/// Drive one instance of `builtin` from `options.threads` threads at once,
+/// each thread with its own runtime, with cases of the `quick` profile.
+///
+/// # Errors
+///
+/// A setup error when the route or provider cannot be built or the cases
+/// cannot be drawn.
 ///
 /// # Examples
 ///
@@ -102,76 +465,40 @@ pub fn run_concurrent(
 ) -> Result<ConcurrencyReport, HarnessError> {
     let route = builtin.route()?;
     let provider = provider_for(builtin, &route, &options.inject)?;
-    let mut failures = Vec::new();
-    let mut repeats: Vec<Verdicts> = Vec::new();
-    for repeat in 0..options.repeats {
-        let verdicts = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..options.threads)
-                .map(|thread| {
-                    let (route, provider) = (route.clone(), Arc::clone(&provider));
-                    scope.spawn(move || {
-                        run_thread(route, provider, thread, options.cases_per_thread)
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|worker| {
-                    worker.join().unwrap_or_else(|_| {
-                        Err(HarnessError::Runtime {
-                            context: "a concurrency thread".to_owned(),
-                            message: "panicked".to_owned(),
-                        })
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })?;
-        for (thread, cases) in verdicts.iter().enumerate() {
-            for (index, (rules, message)) in cases.iter().enumerate() {
-                if !rules.is_empty() && failures.len() < 5 {
-                    failures.push(format!(
-                        "repeat {repeat}, thread {thread}, case {index}: {message}"
-                    ));
-                }
-            }
-        }
-        repeats.push(
-            verdicts
-                .into_iter()
-                .map(|cases| cases.into_iter().map(|(rules, _)| rules).collect())
-                .collect(),
-        );
-    }
-    let identical_repeats = repeats.windows(2).all(|pair| pair[0] == pair[1]);
+    // Views of CUDA memory are a known limit of tenferro-gpu's download.
+    let capabilities = Capabilities {
+        views: route.source().stages_views(),
+        ..Capabilities::all()
+    };
+    let pressure = drive(&route, &provider, Profile::Quick, &capabilities, options)?;
+    let failures = pressure
+        .failures()
+        .take(5)
+        .map(|call| {
+            let alone = replay_alone(
+                &route,
+                Arc::clone(&provider),
+                options.deadline,
+                &call.recipe,
+            );
+            let what = match &call.judged {
+                Ok(judgement) => judgement
+                    .violations
+                    .iter()
+                    .map(|violation| format!("{}: {}", violation.rule, violation.message))
+                    .collect::<Vec<_>>()
+                    .join("\n  "),
+                Err(message) => format!("setup: {message}"),
+            };
+            format!("{what}\n  {}", pressure.account(call, &alone, builtin.name))
+        })
+        .collect();
     Ok(ConcurrencyReport {
         provider: builtin.name.to_owned(),
         route: route.label(),
-        threads: options.threads,
-        cases: options.threads * options.cases_per_thread * options.repeats,
+        threads: pressure.options.threads,
+        cases: pressure.calls.len(),
         failures,
-        identical_repeats,
+        identical_repeats: pressure.identical_repeats(),
     })
-}
-
-/// One thread's cases through its own runtime: (rules broken, first
-/// message) per case.
-fn run_thread(
-    route: Route,
-    provider: Arc<dyn tenferro_runtime::TransferProvider>,
-    thread: usize,
-    cases: usize,
-) -> Result<Vec<(Vec<Rule>, String)>, HarnessError> {
-    let mut rig = Rig::new(route.clone(), provider)?;
-    (0..cases)
-        .map(|index| {
-            let case = case_for(thread, index)?;
-            let judgement = Oracle.judge(&case, &route, &rig.run(&case)?);
-            let message = judgement
-                .violations
-                .first()
-                .map(|violation| format!("{}: {}", violation.rule, violation.message))
-                .unwrap_or_default();
-            Ok((judgement.rules(), message))
-        })
-        .collect()
 }

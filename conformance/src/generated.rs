@@ -79,10 +79,16 @@ impl GeneratedOptions {
 /// The shrunk failing case.
 #[derive(Clone, Debug, Serialize)]
 pub struct GeneratedFailure {
-    /// The minimal recipe that still fails.
+    /// The minimal recipe that still fails; when the failure did not
+    /// reproduce, the first case that failed.
     pub minimal: Recipe,
-    /// Its violations.
+    /// Its violations (never empty): the replay's, or, when the failure did
+    /// not reproduce, those it had when it failed.
     pub violations: Vec<ViolationRow>,
+    /// When the minimal case passed on replay: the sentence that says so
+    /// ("nondeterministic: failed on case X, passed on replay").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nondeterministic: Option<String>,
     /// A CLI command that replays exactly that case.
     pub replay_command: String,
     /// The same for `cargo test --test generated`, through [`REPLAY_ENV`],
@@ -137,6 +143,9 @@ impl GeneratedReport {
             None => out.push_str("pass\n"),
             Some(failure) => {
                 out.push_str("FAIL\n");
+                if let Some(note) = &failure.nondeterministic {
+                    out.push_str(&format!("  {note}\n"));
+                }
                 out.push_str(&format!("  minimal case: {}\n", failure.minimal.to_json()));
                 for violation in &failure.violations {
                     out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
@@ -151,7 +160,7 @@ impl GeneratedReport {
     }
 }
 
-fn seed_rng(seed: u64) -> TestRng {
+pub(crate) fn seed_rng(seed: u64) -> TestRng {
     let mut bytes = [0_u8; 32];
     for (chunk, salt) in bytes.chunks_exact_mut(8).zip(0_u64..) {
         chunk.copy_from_slice(&(seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes());
@@ -159,11 +168,39 @@ fn seed_rng(seed: u64) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
 
-fn drawn_seed() -> u64 {
+pub(crate) fn drawn_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(Instant::now().elapsed().as_nanos());
     hasher.finish()
+}
+
+/// Every violation of `recipe`'s case, or one [`SETUP`](crate::SETUP) row
+/// when the case could not be built or run.
+fn violations_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Judged {
+    match judge(rig, route, recipe) {
+        Ok(judgement) => Judged {
+            violations: judgement
+                .violations
+                .iter()
+                .map(ViolationRow::from)
+                .collect(),
+            unchecked: judgement.unchecked,
+        },
+        Err(message) => Judged {
+            violations: vec![ViolationRow {
+                rule: crate::SETUP.into(),
+                message,
+            }],
+            unchecked: Vec::new(),
+        },
+    }
+}
+
+/// One case's violations (empty: it passed) and the rules left unchecked.
+struct Judged {
+    violations: Vec<ViolationRow>,
+    unchecked: Vec<Unchecked>,
 }
 
 fn judge(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
@@ -176,22 +213,95 @@ pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// A case that failed, with the violations it had when it failed: never
+/// empty, by construction.
+#[derive(Clone, Debug)]
+pub(crate) struct FailedCase {
+    /// The case.
+    pub recipe: Recipe,
+    /// Its violations when it failed (at least one).
+    pub violations: Vec<ViolationRow>,
+}
+
+impl FailedCase {
+    /// `Some` only when there is a violation.
+    fn new(recipe: Recipe, violations: Vec<ViolationRow>) -> Option<Self> {
+        (!violations.is_empty()).then_some(Self { recipe, violations })
+    }
+}
+
+/// What a generated run's failure amounts to, once the minimal case has
+/// been replayed.
+#[derive(Clone, Debug)]
+pub(crate) enum Found {
+    /// The minimal case failed again on replay: its violations are the
+    /// replay's.
+    Reproduced(FailedCase),
+    /// The minimal case passed on replay: the provider fails only now and
+    /// then (state kept between calls, a race). `original` is the first
+    /// case that failed, with the violations it had; `minimal` the last
+    /// case that failed while shrinking.
+    Nondeterministic {
+        /// The first failing case and its violations.
+        original: FailedCase,
+        /// The last case that failed during shrinking, with its violations.
+        minimal: FailedCase,
+    },
+}
+
+impl Found {
+    /// The case a report row is about and the violations it shows.
+    pub fn shown(&self) -> &FailedCase {
+        match self {
+            Found::Reproduced(case) | Found::Nondeterministic { original: case, .. } => case,
+        }
+    }
+
+    /// For a failure that did not reproduce, the sentence that says so.
+    pub fn nondeterminism(&self) -> Option<String> {
+        match self {
+            Found::Reproduced(_) => None,
+            Found::Nondeterministic { original, minimal } => {
+                let mut text = format!(
+                    "nondeterministic: failed on case {}, passed on replay",
+                    original.recipe.to_json()
+                );
+                if minimal.recipe != original.recipe {
+                    text.push_str(&format!(
+                        " (shrinking reached {}, which failed once and passed on replay)",
+                        minimal.recipe.to_json()
+                    ));
+                }
+                text.push_str(
+                    "; the provider fails only now and then: state kept between calls, a counter, a cache or a race",
+                );
+                Some(text)
+            }
+        }
+    }
+}
+
 /// What [`generate`] found: how many cases it ran, and the shrunk failure.
 pub(crate) struct Generation {
     /// The generator's seed.
     pub seed: u64,
-    /// Cases run, shrinking included.
+    /// Cases run, shrinking included (the replay of the minimal case is
+    /// not counted).
     pub cases: u64,
     /// Wall time.
     pub elapsed: Duration,
-    /// The minimal failing recipe and its violations.
-    pub failure: Option<(Recipe, Vec<ViolationRow>)>,
+    /// The failure, if any case failed.
+    pub failure: Option<Found>,
     /// Rules left unchecked on every generated case, with the first reason.
     pub unchecked: Vec<Unchecked>,
 }
 
 /// Run proptest-drawn recipes inside `capabilities` through `provider` on
 /// `route`, shrinking the first failure to a minimal recipe.
+///
+/// Every failing case is recorded with its violations as it fails, so a
+/// failure is never lost: when the minimal case passes on replay, the
+/// result is [`Found::Nondeterministic`] with the first failing case.
 ///
 /// # Errors
 ///
@@ -217,45 +327,59 @@ pub(crate) fn generate(
     let strategy = recipe(options.profile, capabilities);
     let cases = std::cell::Cell::new(0_u64);
     let unchecked: RefCell<Option<Vec<Unchecked>>> = RefCell::new(None);
+    // The first case that failed, and the latest (proptest's minimal case
+    // is the last one that failed while shrinking).
+    let first: RefCell<Option<FailedCase>> = RefCell::new(None);
+    let latest: RefCell<Option<FailedCase>> = RefCell::new(None);
     let start = Instant::now();
     let result = runner.run(&strategy, |recipe| {
         cases.set(cases.get() + 1);
-        let judgement =
-            judge(&mut rig.borrow_mut(), route, &recipe).map_err(TestCaseError::fail)?;
+        let judged = violations_of(&mut rig.borrow_mut(), route, &recipe);
         let mut everywhere = unchecked.borrow_mut();
         match everywhere.as_mut() {
-            None => *everywhere = Some(judgement.unchecked.clone()),
-            Some(kept) => kept.retain(|item| {
-                judgement
-                    .unchecked
-                    .iter()
-                    .any(|other| other.rule == item.rule)
-            }),
+            None => *everywhere = Some(judged.unchecked.clone()),
+            Some(kept) => {
+                kept.retain(|item| judged.unchecked.iter().any(|other| other.rule == item.rule))
+            }
         }
-        if judgement.passed() {
-            Ok(())
-        } else {
-            Err(TestCaseError::fail(judgement.violations[0].message.clone()))
+        match FailedCase::new(recipe, judged.violations) {
+            None => Ok(()),
+            Some(failed) => {
+                let message = failed.violations[0].message.clone();
+                first.borrow_mut().get_or_insert_with(|| failed.clone());
+                *latest.borrow_mut() = Some(failed);
+                Err(TestCaseError::fail(message))
+            }
         }
     });
-    let elapsed = start.elapsed();
     let failure = match result {
         Ok(()) => None,
         Err(TestError::Fail(_, minimal)) => {
-            let violations = match judge(&mut rig.borrow_mut(), route, &minimal) {
-                Ok(judgement) => judgement
-                    .violations
-                    .iter()
-                    .map(ViolationRow::from)
-                    .collect(),
-                Err(message) => vec![ViolationRow {
-                    rule: "setup".into(),
-                    message,
-                }],
-            };
-            Some((minimal, violations))
+            let replayed = violations_of(&mut rig.borrow_mut(), route, &minimal);
+            let original = first.take();
+            let shrunk = latest.take().filter(|failed| failed.recipe == minimal);
+            match (
+                FailedCase::new(minimal.clone(), replayed.violations),
+                original,
+            ) {
+                (Some(reproduced), _) => Some(Found::Reproduced(reproduced)),
+                (None, Some(original)) => Some(Found::Nondeterministic {
+                    minimal: shrunk.unwrap_or_else(|| original.clone()),
+                    original,
+                }),
+                // Proptest reported a failure the closure never saw (only
+                // a persisted regression could): keep it as a failure.
+                (None, None) => FailedCase::new(
+                    minimal,
+                    vec![ViolationRow {
+                        rule: crate::SETUP.into(),
+                        message: "proptest reported a failing case that passed when judged".into(),
+                    }],
+                )
+                .map(Found::Reproduced),
+            }
         }
-        Err(TestError::Abort(reason)) => Some((
+        Err(TestError::Abort(reason)) => FailedCase::new(
             Recipe {
                 dtype: "F32".into(),
                 shape: vec![],
@@ -264,15 +388,16 @@ pub(crate) fn generate(
                 specials: 0,
             },
             vec![ViolationRow {
-                rule: "setup".into(),
+                rule: crate::SETUP.into(),
                 message: format!("proptest aborted: {reason}"),
             }],
-        )),
+        )
+        .map(Found::Reproduced),
     };
     Ok(Generation {
         seed,
         cases: cases.get(),
-        elapsed,
+        elapsed: start.elapsed(),
         failure,
         unchecked: unchecked.take().unwrap_or_default(),
     })
@@ -334,8 +459,9 @@ pub fn run_generated(
         seed: generation.seed,
         cases: generation.cases,
         elapsed: generation.elapsed,
-        failure: generation.failure.map(|(minimal, violations)| {
-            let json = minimal.to_json();
+        failure: generation.failure.map(|found| {
+            let shown = found.shown().clone();
+            let json = shown.recipe.to_json();
             GeneratedFailure {
                 replay_command: format!(
                     "cargo run --release -- replay --provider {}{inject} {}",
@@ -347,8 +473,9 @@ pub fn run_generated(
                     shell_quote(&json),
                     provider.name
                 ),
-                minimal,
-                violations,
+                nondeterministic: found.nondeterminism(),
+                minimal: shown.recipe,
+                violations: shown.violations,
             }
         }),
     })

@@ -40,7 +40,9 @@ pub use report::{
     CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,
     RuleTally, RunOutcome, SETUP, Summary, Verdict, ViolationRow,
 };
-pub use shapes::{FixedShape, LARGE_ELEMENTS, fixed_shapes};
+pub use shapes::{
+    ABOVE_1MI_ELEMENTS, FixedShape, LARGE_ELEMENTS, fixed_shapes, size_classes, special_values_case,
+};
 pub use suite::{SuiteOptions, run_fixed_suite, run_fixed_suite_with_progress};
 pub use tenferro_mock_devices as mock_devices;
 pub use tenferro_transfer_harness as harness;

@@ -1,7 +1,11 @@
 //! The fixed shapes of the main job: the corners every provider must get
-//! right, and one large tensor.
+//! right, and one large tensor; and the size classes every profile of a
+//! `ProviderSuite` reaches: a tensor above 1 Mi elements, a view above
+//! 4,096 elements, every rank, and every special float value in both signs.
 
-use tenferro_transfer_harness::{Layout, ViewAxis, ViewSpec};
+use tenferro_tensor::DType;
+use tenferro_transfer_harness::strategy::{Capabilities, MAX_RANK, Profile};
+use tenferro_transfer_harness::{Case, HarnessError, Layout, ViewAxis, ViewSpec};
 
 /// One named shape and layout of the fixed set.
 #[derive(Clone, Debug)]
@@ -122,4 +126,201 @@ fn permuted_view() -> Layout {
         ],
         permutation: vec![1, 0],
     })
+}
+
+/// Elements of the `above-1mi` size class: 1031 x 1019 (two primes, so a
+/// copy that works in chunks of a power of two ends on a partial chunk).
+pub const ABOVE_1MI_ELEMENTS: usize = 1031 * 1019;
+
+/// The size classes every profile of a `ProviderSuite` reaches, as far as
+/// `capabilities` admit them: the generated cases of the `quick` profile
+/// stay at or under [`Profile::max_elements`] (4,096), where real copy code
+/// has not yet switched strategy (chunks, staging buffers, several streams).
+///
+/// - `above-1mi`: 1031 x 1019 elements, when the declared maximum admits
+///   it; else `at-maximum`, a vector of exactly the declared maximum when
+///   that is above the `quick` profile's 4,096;
+/// - `large-view`: a strided view of 64 x 67 = 4,288 elements with an
+///   offset and a negative step;
+/// - `rank-5`, `rank-6` (owned) and `rank-6-view` (a permuted strided view),
+///   so that every rank up to [`MAX_RANK`] is met alongside the fixed set's
+///   ranks 0 to 4.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::{size_classes, ABOVE_1MI_ELEMENTS};
+/// use tenferro_transfer_conformance::harness::strategy::Capabilities;
+///
+/// let classes = size_classes(&Capabilities::all());
+/// let above = classes.iter().find(|shape| shape.name == "above-1mi").unwrap();
+/// assert_eq!(above.shape.iter().product::<usize>(), ABOVE_1MI_ELEMENTS);
+/// ```
+pub fn size_classes(capabilities: &Capabilities) -> Vec<FixedShape> {
+    let mut shapes = Vec::new();
+    let quick = Profile::Quick.max_elements();
+    if capabilities.max_elements >= ABOVE_1MI_ELEMENTS {
+        shapes.push(FixedShape {
+            name: "above-1mi",
+            shape: vec![1031, 1019],
+            layout: Layout::Owned,
+        });
+    } else if capabilities.max_elements > quick {
+        shapes.push(FixedShape {
+            name: "at-maximum",
+            shape: vec![capabilities.max_elements],
+            layout: Layout::Owned,
+        });
+    }
+    shapes.push(FixedShape {
+        name: "large-view",
+        shape: vec![64, 67],
+        layout: large_view(),
+    });
+    shapes.push(FixedShape {
+        name: "rank-5",
+        shape: vec![3, 1, 2, 5, 2],
+        layout: Layout::Owned,
+    });
+    shapes.push(FixedShape {
+        name: "rank-6",
+        shape: vec![2, 3, 1, 2, 1, 3],
+        layout: Layout::Owned,
+    });
+    shapes.push(FixedShape {
+        name: "rank-6-view",
+        shape: vec![2, 2, 3, 1, 2, 2],
+        layout: rank_six_view(),
+    });
+    debug_assert!(shapes.iter().any(|shape| shape.shape.len() == MAX_RANK));
+    shapes
+}
+
+/// Rows 1, 3, ..., 127 of a 130 x 70 backing, columns 67 down to 1
+/// (column-major: offset 67 * 130 + 1, strides [2, -130]), 4,288 elements.
+fn large_view() -> Layout {
+    Layout::View(ViewSpec {
+        backing_shape: vec![130, 70],
+        axes: vec![
+            ViewAxis {
+                first: 1,
+                step: 2,
+                len: 64,
+            },
+            ViewAxis {
+                first: 67,
+                step: -1,
+                len: 67,
+            },
+        ],
+        permutation: vec![],
+    })
+}
+
+/// A rank-6 view: steps of 2 and -1 on some axes, offsets on others, and
+/// the axes permuted.
+fn rank_six_view() -> Layout {
+    let axis = |first, step, len| ViewAxis { first, step, len };
+    Layout::View(ViewSpec {
+        backing_shape: vec![3, 5, 4, 2, 3, 2],
+        axes: vec![
+            axis(1, 1, 2),
+            axis(4, -2, 3),
+            axis(0, 2, 2),
+            axis(1, 1, 1),
+            axis(0, 1, 2),
+            axis(1, -1, 2),
+        ],
+        permutation: vec![2, 5, 1, 3, 0, 4],
+    })
+}
+
+/// Every special value of `T`'s float kind, in both signs: zero, the
+/// smallest and largest subnormal, the smallest normal, one, the largest
+/// finite value, infinity, a quiet NaN without and with a payload, and a
+/// signalling NaN; each positive, then with its sign bit set.
+fn signed_specials(positive: &[u64], sign: u64) -> Vec<u64> {
+    positive
+        .iter()
+        .copied()
+        .chain(positive.iter().map(|bits| bits | sign))
+        .collect()
+}
+
+/// The positive special values of f32, as bits.
+const F32_SPECIAL_BITS: [u64; 10] = [
+    0x0000_0000, // 0.0
+    0x0000_0001, // smallest subnormal
+    0x007f_ffff, // largest subnormal
+    0x0080_0000, // smallest normal
+    0x3f80_0000, // 1.0
+    0x7f7f_ffff, // MAX
+    0x7f80_0000, // inf
+    0x7fc0_0000, // quiet NaN
+    0x7fc0_1234, // quiet NaN with a payload
+    0x7fa0_0001, // signalling NaN
+];
+
+/// The positive special values of f64, as bits.
+const F64_SPECIAL_BITS: [u64; 10] = [
+    0x0000_0000_0000_0000,
+    0x0000_0000_0000_0001,
+    0x000f_ffff_ffff_ffff,
+    0x0010_0000_0000_0000,
+    0x3ff0_0000_0000_0000,
+    0x7fef_ffff_ffff_ffff,
+    0x7ff0_0000_0000_0000,
+    0x7ff8_0000_0000_0000,
+    0x7ff8_0000_dead_beef,
+    0x7ff4_0000_0000_0001,
+];
+
+/// The `specials` case of a float dtype: a vector holding every special
+/// value of the dtype in both signs (20 elements); for a complex dtype, the
+/// real parts run through them in order and the imaginary parts in reverse,
+/// so each part meets every value in both signs. `None` for a dtype with no
+/// special float values (integers, bool).
+///
+/// # Errors
+///
+/// As [`Case::new`].
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::special_values_case;
+/// use tenferro_tensor::DType;
+///
+/// let case = special_values_case(DType::F32).unwrap().unwrap();
+/// assert_eq!(case.shape(), [20]);
+/// assert!(special_values_case(DType::I64).unwrap().is_none());
+/// ```
+pub fn special_values_case(dtype: DType) -> Result<Option<Case>, HarnessError> {
+    let f32_bits = || signed_specials(&F32_SPECIAL_BITS, 0x8000_0000);
+    let f64_bits = || signed_specials(&F64_SPECIAL_BITS, 1 << 63);
+    let narrow = |bits: &[u64]| -> Vec<u8> {
+        bits.iter()
+            .flat_map(|bits| (*bits as u32).to_le_bytes())
+            .collect()
+    };
+    let wide =
+        |bits: &[u64]| -> Vec<u8> { bits.iter().flat_map(|bits| bits.to_le_bytes()).collect() };
+    let complex = |bits: Vec<u64>, part: &dyn Fn(&[u64]) -> Vec<u8>| -> Vec<u8> {
+        bits.iter()
+            .zip(bits.iter().rev())
+            .flat_map(|(re, im)| {
+                let mut bytes = part(&[*re]);
+                bytes.extend(part(&[*im]));
+                bytes
+            })
+            .collect()
+    };
+    let (count, bytes) = match dtype {
+        DType::F32 => (20, narrow(&f32_bits())),
+        DType::F64 => (20, wide(&f64_bits())),
+        DType::C32 => (20, complex(f32_bits(), &narrow)),
+        DType::C64 => (20, complex(f64_bits(), &wide)),
+        _ => return Ok(None),
+    };
+    Case::new(dtype, vec![count], Layout::Owned, bytes).map(Some)
 }

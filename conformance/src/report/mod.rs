@@ -99,6 +99,41 @@ impl CaseResult {
         }
     }
 
+    /// A row whose verdict follows from its violations: `fail` with at
+    /// least one, `pass` with none. What a failure kept from an earlier
+    /// run (a generated case that failed once, a concurrent call) becomes.
+    pub fn from_violations(
+        head: RowHead,
+        violations: Vec<ViolationRow>,
+        unchecked: Vec<Unchecked>,
+    ) -> Self {
+        let verdict = if violations.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+        Self {
+            violations,
+            unchecked,
+            ..Self::bare(head, verdict)
+        }
+    }
+
+    /// Make the verdict agree with the violations: a row with a violation
+    /// fails; a row marked `fail` without one gets a [`SETUP`] violation
+    /// that says so, so it fails every rule test instead of failing only
+    /// the summary.
+    fn settle(&mut self) {
+        if !self.violations.is_empty() {
+            self.verdict = Verdict::Fail;
+        } else if self.verdict == Verdict::Fail {
+            self.violations.push(ViolationRow {
+                rule: SETUP.to_owned(),
+                message: "the case was marked failed without naming a rule it broke (a harness bug; please report it); it fails every rule test so that the failure is not lost".to_owned(),
+            });
+        }
+    }
+
     /// A row with `verdict` and nothing else.
     fn bare(head: RowHead, verdict: Verdict) -> Self {
         Self {
@@ -200,7 +235,14 @@ pub struct Report {
 
 impl Report {
     /// Add a row and count it.
-    pub fn push(&mut self, result: CaseResult) {
+    ///
+    /// The row's verdict is made to agree with its violations first: a row
+    /// with a violation is counted as failed, and a row marked failed
+    /// without one is given a [`SETUP`] violation. So every failed row of a
+    /// report names what failed, and every failure the summary counts
+    /// fails at least one rule test.
+    pub fn push(&mut self, mut result: CaseResult) {
+        result.settle();
         match result.verdict {
             Verdict::Pass => self.summary.passed += 1,
             Verdict::Fail => self.summary.failed += 1,

@@ -1,10 +1,10 @@
 //! `ProviderSuite`: what a provider crate declares about its provider (the
 //! routes it serves, its capabilities, a profile and a pinned level), and
-//! the run that judges it on the fixed cases, the generated cases and the
-//! cases just outside its capabilities.
+//! the run that judges it on the fixed cases and size classes, the
+//! generated cases, concurrent and repeated calls, and the cases just
+//! outside its capabilities.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +17,30 @@ use tenferro_transfer_harness::{
     Route, Rule, Unchecked, Watchdog, panic_message,
 };
 
-use crate::generated::{GeneratedOptions, REPLAY_ENV, SEED_ENV, generate, shell_quote};
+mod generated_row;
+mod pressure_rows;
+mod verdict;
+
+pub use verdict::{NO_SKIP_ENV, RuleVerdict};
+
+use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
 use crate::report::{CaseResult, Report, RowHead, ViolationRow};
-use crate::{LARGE_ELEMENTS, Level, fixed_shapes};
+use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes, special_values_case};
+use verdict::check_rule;
+
+/// What the phases of one route's run share.
+struct RouteRun<'a> {
+    /// The route's declared name.
+    name: &'a str,
+    route: &'a Route,
+    provider: &'a Arc<dyn TransferProvider>,
+    profile: Profile,
+    /// The seed of the generated and the concurrent cases.
+    seed: u64,
+    /// Why `capability-honesty` is not checked on a case inside the
+    /// capabilities.
+    honesty_unchecked: &'a str,
+}
 
 /// The error a provider factory may return.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -87,46 +108,6 @@ impl std::fmt::Debug for ProviderSuite {
             .finish_non_exhaustive()
     }
 }
-
-/// The verdict of one rule on one route, as a `#[test]` reports it.
-#[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub enum RuleVerdict {
-    /// The rule was checked on `cases` cases and held on every one.
-    Pass {
-        /// Cases on which the rule was checked.
-        cases: usize,
-    },
-    /// The rule was broken (or the route could not run); the text names
-    /// each failing case and how to replay it.
-    Fail(String),
-    /// The rule was checked on no case of the route; the text says why.
-    /// Never a pass.
-    Skip(String),
-}
-
-impl RuleVerdict {
-    /// Whether the rule held on every case where it was checked, and was
-    /// checked on at least one.
-    pub fn is_pass(&self) -> bool {
-        matches!(self, Self::Pass { .. })
-    }
-
-    /// `pass`, `fail` or `skip`.
-    pub fn verdict_name(&self) -> &'static str {
-        match self {
-            Self::Pass { .. } => "pass",
-            Self::Fail(_) => "fail",
-            Self::Skip(_) => "skip",
-        }
-    }
-}
-
-/// Environment variable that turns a skipped rule test into a failure.
-pub const NO_SKIP_ENV: &str = "TRANSFER_CONFORMANCE_NO_SKIP";
-
-/// How many failing cases a rule test lists before it summarises.
-const LISTED_FAILURES: usize = 5;
 
 impl ProviderSuite {
     /// A provider called `name`, pinned to `level`, with every preset dtype,
@@ -211,8 +192,11 @@ impl ProviderSuite {
             .collect()
     }
 
-    /// Run every declared route: the fixed cases and the generated cases
-    /// inside the capabilities, and the cases just outside them. With
+    /// Run every declared route: inside the capabilities, the fixed cases,
+    /// the size classes (above 1 Mi elements, a large view, every rank,
+    /// every special float value in both signs), the generated cases and
+    /// the concurrent and repeated calls (one provider instance, a runtime
+    /// per thread); and the cases just outside the capabilities. With
     /// `TRANSFER_CONFORMANCE_REPLAY` set, runs only that recipe.
     ///
     /// Never panics: a route, provider or case that cannot be set up is a
@@ -399,39 +383,47 @@ impl ProviderSuite {
             };
             return vec![row];
         }
+        let seed = match (GeneratedOptions {
+            seed: self.seed,
+            ..GeneratedOptions::new(profile)
+        })
+        .with_env_seed()
+        {
+            Ok(options) => options.seed.unwrap_or_else(drawn_seed),
+            Err(error) => return setup(label, error.to_string()),
+        };
         let mut rows = Vec::new();
-        let include_large =
-            profile != Profile::Quick && self.capabilities.max_elements >= LARGE_ELEMENTS;
-        for dtype in PRESET_DTYPES {
-            if !self.capabilities.dtypes.contains(&dtype) {
-                continue;
-            }
-            for shape in fixed_shapes(include_large) {
-                let case = match Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) {
-                    Ok(case) => case,
-                    Err(error) => {
-                        rows.push(CaseResult::setup_failure(
-                            self.head(name, label.clone()),
-                            error.to_string(),
-                        ));
-                        continue;
-                    }
-                };
-                if !self.capabilities.admits(&case) {
+        for case in self.fixed_cases(profile) {
+            let case = match case {
+                Ok(case) => case,
+                Err(error) => {
+                    rows.push(CaseResult::setup_failure(
+                        self.head(name, label.clone()),
+                        error.to_string(),
+                    ));
                     continue;
                 }
-                let head = self.case_head(name, &label, &case);
-                rows.push(match rig.run(&case) {
-                    Ok(outcome) => self.row(
-                        head,
-                        Oracle.judge(&case, &route, &outcome),
-                        Some(&honesty_unchecked),
-                    ),
-                    Err(error) => CaseResult::setup_failure(head, error.to_string()),
-                });
-            }
+            };
+            let head = self.case_head(name, &label, &case);
+            rows.push(match rig.run(&case) {
+                Ok(outcome) => self.row(
+                    head,
+                    Oracle.judge(&case, &route, &outcome),
+                    Some(&honesty_unchecked),
+                ),
+                Err(error) => CaseResult::setup_failure(head, error.to_string()),
+            });
         }
-        rows.push(self.generated_row(name, &route, provider, profile, &honesty_unchecked));
+        let run = RouteRun {
+            name,
+            route: &route,
+            provider: &provider,
+            profile,
+            seed,
+            honesty_unchecked: &honesty_unchecked,
+        };
+        rows.push(self.generated_row(&run));
+        rows.extend(self.pressure_rows(&run));
         for outside in &outside {
             let head = RowHead {
                 layout: format!("{} [outside: {}]", outside.case.layout_label(), outside.why),
@@ -447,72 +439,60 @@ impl ProviderSuite {
         rows
     }
 
-    /// One row for the whole generated run: its minimal failure, or a pass
-    /// that says how many cases it covered.
-    fn generated_row(
-        &self,
-        name: &str,
-        route: &Route,
-        provider: Arc<dyn TransferProvider>,
-        profile: Profile,
-        honesty_unchecked: &str,
-    ) -> CaseResult {
-        let base = self.head(name, route.label());
-        let options = match (GeneratedOptions {
-            seed: self.seed,
-            deadline: self.deadline,
-            ..GeneratedOptions::new(profile)
-        })
-        .with_env_seed()
-        {
-            Ok(options) => options,
-            Err(error) => return CaseResult::setup_failure(base, error.to_string()),
-        };
-        let generation = match generate(route, provider, &self.capabilities, &options) {
-            Ok(generation) => generation,
-            Err(error) => return CaseResult::setup_failure(base, error.to_string()),
-        };
-        let summary = format!(
-            "generated: {} cases, {profile} profile, seed {}",
-            generation.cases, generation.seed
-        );
-        match generation.failure {
-            None => self.row(
-                RowHead {
-                    layout: summary,
-                    ..base
-                },
-                Judgement {
-                    unchecked: generation.unchecked,
-                    ..Judgement::default()
-                },
-                Some(honesty_unchecked),
-            ),
-            Some((minimal, violations)) => {
-                let json = minimal.to_json();
-                let head = RowHead {
-                    dtype: minimal.dtype.clone(),
-                    shape: minimal.shape.clone(),
-                    layout: format!("{summary}; minimal case {json}"),
-                    ..base
-                };
-                let mut row = CaseResult::judged(head, Judgement::default());
-                row.verdict = crate::Verdict::Fail;
-                row.violations = violations
-                    .into_iter()
-                    .map(|violation| ViolationRow {
-                        message: format!(
-                            "{}\n  replay: {REPLAY_ENV}={} {SEED_ENV}={} cargo test {name}::",
-                            violation.message,
-                            shell_quote(&json),
-                            generation.seed
-                        ),
-                        ..violation
-                    })
-                    .collect();
-                row
+    /// The fixed cases inside the declared capabilities, for every declared
+    /// dtype: the fixed shapes (with the million-element one outside the
+    /// `quick` profile), the size classes every profile reaches, and for a
+    /// float dtype every special value in both signs.
+    fn fixed_cases(&self, profile: Profile) -> Vec<Result<Case, HarnessError>> {
+        let include_large =
+            profile != Profile::Quick && self.capabilities.max_elements >= LARGE_ELEMENTS;
+        let mut shapes = fixed_shapes(include_large);
+        shapes.extend(size_classes(&self.capabilities));
+        let mut cases = Vec::new();
+        for dtype in PRESET_DTYPES {
+            if !self.capabilities.dtypes.contains(&dtype) {
+                continue;
+            }
+            for shape in &shapes {
+                cases.push(Case::patterned(
+                    dtype,
+                    shape.shape.clone(),
+                    shape.layout.clone(),
+                ));
+            }
+            if let Some(case) = special_values_case(dtype).transpose() {
+                cases.push(case);
             }
         }
+        cases.retain(|case| {
+            case.as_ref()
+                .map_or(true, |case| self.capabilities.admits(case))
+        });
+        cases
+    }
+
+    /// `violations` split into those of rules of the pinned level (and
+    /// setup failures), and the rules outside it, reported as not checked.
+    fn within_level(&self, violations: Vec<ViolationRow>) -> (Vec<ViolationRow>, Vec<Unchecked>) {
+        let level = self.level;
+        let mut unchecked = Vec::new();
+        let kept = violations
+            .into_iter()
+            .filter(|violation| {
+                match violation.rule.parse::<Rule>() {
+                    Ok(rule) if !level.includes(rule) => {
+                        unchecked.push(Unchecked {
+                            rule,
+                            reason: format!("not part of the pinned level {level}"),
+                        });
+                        false
+                    }
+                    // A rule of the level, or a setup failure.
+                    _ => true,
+                }
+            })
+            .collect();
+        (kept, unchecked)
     }
 
     /// A row from a judgement, with the rules outside the pinned level
@@ -567,7 +547,7 @@ impl ProviderSuite {
                 self.level
             ));
         }
-        check_rule(report, route, rule)
+        check_rule(report, route, rule, self.level)
     }
 
     /// Assert `rule` on `route`: panics with the failing cases on a fail;
@@ -589,105 +569,6 @@ impl ProviderSuite {
             RuleVerdict::Fail(text) => panic!("{text}"),
         }
     }
-}
-
-/// The verdict of `rule` on the rows of route `route`.
-fn check_rule(report: &Report, route: &str, rule: Rule) -> RuleVerdict {
-    let rows: Vec<&CaseResult> = report
-        .results
-        .iter()
-        .filter(|row| row.route.split(' ').next() == Some(route))
-        .collect();
-    let setup: Vec<&CaseResult> = rows
-        .iter()
-        .copied()
-        .filter(|row| {
-            row.violations
-                .iter()
-                .any(|violation| violation.rule == "setup")
-        })
-        .collect();
-    let mut failing: Vec<(&CaseResult, &ViolationRow)> = rows
-        .iter()
-        .flat_map(|row| {
-            row.violations
-                .iter()
-                .filter(|violation| violation.rule == rule.id())
-                .map(move |violation| (*row, violation))
-        })
-        .collect();
-    // The generated run's failure is minimal and replayable: list it first.
-    failing.sort_by_key(|(row, _)| !row.layout.starts_with("generated:"));
-    if !failing.is_empty() || !setup.is_empty() {
-        let mut text = format!(
-            "rule {rule} failed on route {route}: {} case(s) broke it{}\n  rule: {}\n",
-            failing.len(),
-            if setup.is_empty() {
-                String::new()
-            } else {
-                format!(", {} could not be set up", setup.len())
-            },
-            rule.statement()
-        );
-        for (row, violation) in failing.iter().take(LISTED_FAILURES) {
-            text.push_str(&format!(
-                "\ncase: {} {:?} {}\n  {}\n",
-                row.dtype,
-                row.shape,
-                row.layout,
-                violation.message.replace('\n', "\n  ")
-            ));
-            if !violation.message.contains("replay:") && row.dtype != "*" {
-                text.push_str(&format!(
-                    "  replay: cargo test {route}::{} (fixed cases are deterministic)\n",
-                    rule.id().replace('-', "_")
-                ));
-            }
-        }
-        if failing.len() > LISTED_FAILURES {
-            text.push_str(&format!(
-                "\n... and {} more case(s)\n",
-                failing.len() - LISTED_FAILURES
-            ));
-        }
-        for row in setup.iter().take(LISTED_FAILURES) {
-            for violation in &row.violations {
-                text.push_str(&format!(
-                    "\nsetup: {}\n",
-                    violation.message.replace('\n', "\n  ")
-                ));
-            }
-        }
-        return RuleVerdict::Fail(text);
-    }
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut checked = 0;
-    for row in &rows {
-        match (
-            row.unchecked.iter().find(|item| item.rule == rule),
-            &row.skip_reason,
-        ) {
-            (Some(item), _) => *reasons.entry(item.reason.as_str()).or_default() += 1,
-            (None, None) => checked += 1,
-            (None, Some(reason)) => *reasons.entry(reason.as_str()).or_default() += 1,
-        }
-    }
-    if checked > 0 {
-        return RuleVerdict::Pass { cases: checked };
-    }
-    if rows.is_empty() {
-        return RuleVerdict::Fail(format!(
-            "route {route} has no rows in the report: it was not run"
-        ));
-    }
-    let reasons: Vec<String> = reasons
-        .into_iter()
-        .map(|(reason, count)| format!("{reason} ({count} case(s))"))
-        .collect();
-    RuleVerdict::Skip(format!(
-        "rule {rule} was not checked on any case of route {route}: {}",
-        reasons.join("; ")
-    ))
 }
 
 fn is_identifier(name: &str) -> bool {
