@@ -1,0 +1,174 @@
+//! The vendor device as the conformance suite sees it: an adapter of the
+//! suite's `DeviceEndpoint` trait. Test-side code, so the crate itself does
+//! not depend on the suite.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use example_vendor_device::{
+    AllocationObserver, CopyState, VENDOR_FAMILY, VendorDevice, VendorError,
+};
+use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
+use tenferro_tensor::{AllocationDomainId, Tensor};
+use tenferro_transfer_conformance::harness::{
+    AllocationLedger, CompletionState, DeviceEndpoint, EngineRole, HarnessError, PlacementRule,
+    StorageRule,
+};
+use tenferro_transfer_conformance::mock_devices::SimStorage;
+
+/// Device kind of the vendor's devices in `TRANSFER_CONFORMANCE_REQUIRE_DEVICES`.
+pub const KIND: &str = "vendor-npu";
+
+/// A [`VendorDevice`] as a route endpoint (a destination: it does not stage
+/// inputs).
+#[derive(Debug)]
+pub struct VendorEndpoint {
+    device: VendorDevice,
+    ledger: Arc<AllocationLedger>,
+}
+
+impl VendorEndpoint {
+    /// Open device `npu<ordinal>` and account its allocations.
+    pub fn open(ordinal: usize) -> Result<Self, HarnessError> {
+        let device = VendorDevice::open(ordinal).map_err(setup)?;
+        Ok(Self::over(device))
+    }
+
+    /// Account `device`'s allocations from now on.
+    pub fn over(device: VendorDevice) -> Self {
+        let ledger = Arc::new(AllocationLedger::default());
+        device.set_allocation_observer(Arc::new(LedgerMirror {
+            ledger: Arc::clone(&ledger),
+            domain: device.allocation_domain(),
+            entries: Mutex::new(HashMap::new()),
+        }));
+        Self { device, ledger }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &VendorDevice {
+        &self.device
+    }
+}
+
+fn setup(error: VendorError) -> HarnessError {
+    HarnessError::Runtime {
+        context: "opening the vendor device".to_owned(),
+        message: error.to_string(),
+    }
+}
+
+/// The harness's `AllocationLedger` can only be written by the mock
+/// devices' storage (`open`/`close` are crate-private), so each device
+/// allocation is mirrored by an entry of a `SimStorage` that lives exactly
+/// as long as it. The device calls the observer on the thread that
+/// allocates or frees, so the entry is attributed to the right thread.
+struct LedgerMirror {
+    ledger: Arc<AllocationLedger>,
+    domain: AllocationDomainId,
+    entries: Mutex<HashMap<u64, SimStorage<u8>>>,
+}
+
+impl AllocationObserver for LedgerMirror {
+    fn allocated(&self, id: u64, bytes: usize) {
+        let entry = SimStorage::new(
+            vec![0_u8; bytes],
+            VENDOR_FAMILY,
+            self.domain,
+            Arc::clone(&self.ledger),
+        );
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, entry);
+    }
+
+    fn freed(&self, id: u64) {
+        let entry = self
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        drop(entry);
+    }
+}
+
+impl DeviceEndpoint for VendorEndpoint {
+    fn name(&self) -> &str {
+        self.device.name()
+    }
+
+    fn kind(&self) -> &str {
+        KIND
+    }
+
+    fn engine_id(&self) -> &EngineId {
+        self.device.engine_id()
+    }
+
+    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        Ok(self.device.storage_class().clone())
+    }
+
+    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        let role = match role {
+            EngineRole::Source => example_vendor_device::EngineRole::Source,
+            _ => example_vendor_device::EngineRole::Destination,
+        };
+        self.device
+            .registration(role)
+            .map_err(|source| HarnessError::Config {
+                context: format!("registration of `{}`", self.device.name()),
+                source: Box::new(source),
+            })
+    }
+
+    fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        Ok(Box::new(self.device.engine()))
+    }
+
+    fn placement_rule(&self) -> PlacementRule {
+        PlacementRule::Device(self.device.device_id())
+    }
+
+    fn storage_rule(&self) -> StorageRule {
+        StorageRule::Domain {
+            family: VENDOR_FAMILY,
+            domain: self.device.allocation_domain(),
+        }
+    }
+
+    /// The device knows, per allocation, whether the copy into it landed.
+    fn completion(&self, tensor: &Tensor) -> CompletionState {
+        match self.device.copy_state(tensor) {
+            Some(CopyState::Landed) => CompletionState::Complete,
+            Some(CopyState::InFlight { copy }) => CompletionState::Pending {
+                detail: format!("copy #{copy} on {} had not landed", self.device.name()),
+            },
+            Some(other) => CompletionState::Unknown {
+                reason: format!(
+                    "the device reports a copy state this adapter does not know: {other:?}"
+                ),
+            },
+            None => CompletionState::Unknown {
+                reason: format!(
+                    "the output is not in {}'s memory, so its completion cannot be observed",
+                    self.device.name()
+                ),
+            },
+        }
+    }
+
+    fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
+        Some(Arc::clone(&self.ledger))
+    }
+
+    fn stages_views(&self) -> bool {
+        false
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
