@@ -187,13 +187,7 @@ fn violations_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Judged {
                 .collect(),
             unchecked: judgement.unchecked,
         },
-        Err(message) => Judged {
-            violations: vec![ViolationRow {
-                rule: crate::SETUP.into(),
-                message,
-            }],
-            unchecked: Vec::new(),
-        },
+        Err(message) => Judged::setup(message),
     }
 }
 
@@ -201,6 +195,19 @@ fn violations_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Judged {
 struct Judged {
     violations: Vec<ViolationRow>,
     unchecked: Vec<Unchecked>,
+}
+
+impl Judged {
+    /// A case that could not be built or run: one [`SETUP`](crate::SETUP) row.
+    fn setup(message: String) -> Self {
+        Self {
+            violations: vec![ViolationRow {
+                rule: crate::SETUP.into(),
+                message,
+            }],
+            unchecked: Vec::new(),
+        }
+    }
 }
 
 fn judge(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
@@ -221,12 +228,19 @@ pub(crate) struct FailedCase {
     pub recipe: Recipe,
     /// Its violations when it failed (at least one).
     pub violations: Vec<ViolationRow>,
+    /// The rules it left unchecked (a rule the failure did not name was
+    /// not necessarily checked: a pending copy leaves `values` unjudged).
+    pub unchecked: Vec<Unchecked>,
 }
 
 impl FailedCase {
     /// `Some` only when there is a violation.
-    fn new(recipe: Recipe, violations: Vec<ViolationRow>) -> Option<Self> {
-        (!violations.is_empty()).then_some(Self { recipe, violations })
+    fn new(recipe: Recipe, judged: Judged) -> Option<Self> {
+        (!judged.violations.is_empty()).then_some(Self {
+            recipe,
+            violations: judged.violations,
+            unchecked: judged.unchecked,
+        })
     }
 }
 
@@ -342,7 +356,7 @@ pub(crate) fn generate(
                 kept.retain(|item| judged.unchecked.iter().any(|other| other.rule == item.rule))
             }
         }
-        match FailedCase::new(recipe, judged.violations) {
+        match FailedCase::new(recipe, judged) {
             None => Ok(()),
             Some(failed) => {
                 let message = failed.violations[0].message.clone();
@@ -358,10 +372,7 @@ pub(crate) fn generate(
             let replayed = violations_of(&mut rig.borrow_mut(), route, &minimal);
             let original = first.take();
             let shrunk = latest.take().filter(|failed| failed.recipe == minimal);
-            match (
-                FailedCase::new(minimal.clone(), replayed.violations),
-                original,
-            ) {
+            match (FailedCase::new(minimal.clone(), replayed), original) {
                 (Some(reproduced), _) => Some(Found::Reproduced(reproduced)),
                 (None, Some(original)) => Some(Found::Nondeterministic {
                     minimal: shrunk.unwrap_or_else(|| original.clone()),
@@ -371,10 +382,9 @@ pub(crate) fn generate(
                 // a persisted regression could): keep it as a failure.
                 (None, None) => FailedCase::new(
                     minimal,
-                    vec![ViolationRow {
-                        rule: crate::SETUP.into(),
-                        message: "proptest reported a failing case that passed when judged".into(),
-                    }],
+                    Judged::setup(
+                        "proptest reported a failing case that passed when judged".into(),
+                    ),
                 )
                 .map(Found::Reproduced),
             }
@@ -387,10 +397,7 @@ pub(crate) fn generate(
                 seed: 0,
                 specials: 0,
             },
-            vec![ViolationRow {
-                rule: crate::SETUP.into(),
-                message: format!("proptest aborted: {reason}"),
-            }],
+            Judged::setup(format!("proptest aborted: {reason}")),
         )
         .map(Found::Reproduced),
     };

@@ -32,6 +32,17 @@ pub enum HarnessError {
     /// A simulated device could not be set up.
     #[error(transparent)]
     Device(#[from] MockError),
+    /// A device adapter (yours, through [`crate::DeviceEndpoint`]) failed:
+    /// its device could not be opened, registered or staged on. The
+    /// device's own error is kept as the source.
+    #[error("{context}")]
+    Adapter {
+        /// What the adapter was doing, e.g. "opening npu0".
+        context: String,
+        /// The device's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// tenferro rejected the case's input tensor or view.
     #[error("tenferro rejected the staged input")]
     Stage {
@@ -97,6 +108,29 @@ pub enum HarnessError {
 }
 
 impl HarnessError {
+    /// A device adapter's failure, keeping the device's error as the
+    /// source (see [`HarnessError::Adapter`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::HarnessError;
+    ///
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no /dev/npu0");
+    /// let error = HarnessError::adapter("opening npu0", io);
+    /// assert_eq!(error.to_string(), "opening npu0");
+    /// assert_eq!(std::error::Error::source(&error).unwrap().to_string(), "no /dev/npu0");
+    /// ```
+    pub fn adapter(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self::Adapter {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
     /// Whether this error is a skip ([`HarnessError::Unavailable`]) rather
     /// than a failure.
     pub fn is_skip(&self) -> bool {

@@ -203,9 +203,18 @@ impl Oracle {
                 message,
             });
         }
+        // The output rules are folded into capability-honesty here: none of
+        // them was judged on its own on this case, so none counts as a
+        // check of its rule (a typed Err has no output to check at all).
         judgement
             .unchecked
             .retain(|unchecked| !binds_output(unchecked.rule));
+        for rule in Rule::ALL.into_iter().filter(|rule| binds_output(*rule)) {
+            judgement.unchecked.push(crate::Unchecked {
+                rule,
+                reason: "outside the declared capabilities the output is judged under capability-honesty, not rule by rule".to_owned(),
+            });
+        }
         judgement.violations.sort_by_key(|violation| violation.rule);
         judgement
     }

@@ -88,7 +88,24 @@ impl AllocationLedger {
             .collect()
     }
 
-    pub(crate) fn open(&self, id: u64, domain: AllocationDomainId, bytes: usize) {
+    /// Record allocation `id` (unique in this ledger) of `bytes` in
+    /// `domain`, made by the calling thread: a device's adapter calls this
+    /// when its memory allocates, on the allocating thread, so `no-leak`
+    /// can tell which case made it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::AllocationLedger;
+    /// use tenferro_tensor::AllocationDomainId;
+    ///
+    /// let ledger = AllocationLedger::default();
+    /// ledger.open(7, AllocationDomainId::fresh(), 64);
+    /// assert_eq!(ledger.live_ids_of(std::thread::current().id()), vec![7]);
+    /// ledger.close(7);
+    /// assert_eq!(ledger.live(), 0);
+    /// ```
+    pub fn open(&self, id: u64, domain: AllocationDomainId, bytes: usize) {
         self.total.fetch_add(1, Ordering::SeqCst);
         self.lock().insert(
             id,
@@ -101,7 +118,8 @@ impl AllocationLedger {
         );
     }
 
-    pub(crate) fn close(&self, id: u64) {
+    /// Record that allocation `id` was freed (unknown ids are ignored).
+    pub fn close(&self, id: u64) {
         self.lock().remove(&id);
     }
 

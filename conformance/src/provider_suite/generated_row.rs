@@ -82,7 +82,10 @@ impl ProviderSuite {
                 ..violation.clone()
             })
             .collect();
-        let (violations, unchecked) = self.within_level(violations);
+        let (violations, mut unchecked) = self.within_level(violations);
+        // What the failing case left unjudged stays unjudged: a rule its
+        // failure does not name was not thereby checked.
+        unchecked.extend(shown.unchecked.iter().cloned());
         CaseResult::from_violations(head, violations, unchecked)
     }
 }

@@ -3,8 +3,7 @@
 //! not depend on the suite.
 
 use std::any::Any;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use example_vendor_device::{
     AllocationObserver, CopyState, VENDOR_FAMILY, VendorDevice, VendorError,
@@ -15,7 +14,6 @@ use tenferro_transfer_conformance::harness::{
     AllocationLedger, CompletionState, DeviceEndpoint, EngineRole, HarnessError, PlacementRule,
     StorageRule,
 };
-use tenferro_transfer_conformance::mock_devices::SimStorage;
 
 /// Device kind of the vendor's devices in `TRANSFER_CONFORMANCE_REQUIRE_DEVICES`.
 pub const KIND: &str = "vendor-npu";
@@ -38,10 +36,9 @@ impl VendorEndpoint {
     /// Account `device`'s allocations from now on.
     pub fn over(device: VendorDevice) -> Self {
         let ledger = Arc::new(AllocationLedger::default());
-        device.set_allocation_observer(Arc::new(LedgerMirror {
+        device.set_allocation_observer(Arc::new(LedgerObserver {
             ledger: Arc::clone(&ledger),
             domain: device.allocation_domain(),
-            entries: Mutex::new(HashMap::new()),
         }));
         Self { device, ledger }
     }
@@ -53,44 +50,24 @@ impl VendorEndpoint {
 }
 
 fn setup(error: VendorError) -> HarnessError {
-    HarnessError::Runtime {
-        context: "opening the vendor device".to_owned(),
-        message: error.to_string(),
-    }
+    HarnessError::adapter("opening the vendor device", error)
 }
 
-/// The harness's `AllocationLedger` can only be written by the mock
-/// devices' storage (`open`/`close` are crate-private), so each device
-/// allocation is mirrored by an entry of a `SimStorage` that lives exactly
-/// as long as it. The device calls the observer on the thread that
-/// allocates or frees, so the entry is attributed to the right thread.
-struct LedgerMirror {
+/// Writes every device allocation into the harness's ledger, on the thread
+/// that allocates or frees (the device calls the observer there), so the
+/// rig attributes each allocation to the case that made it.
+struct LedgerObserver {
     ledger: Arc<AllocationLedger>,
     domain: AllocationDomainId,
-    entries: Mutex<HashMap<u64, SimStorage<u8>>>,
 }
 
-impl AllocationObserver for LedgerMirror {
+impl AllocationObserver for LedgerObserver {
     fn allocated(&self, id: u64, bytes: usize) {
-        let entry = SimStorage::new(
-            vec![0_u8; bytes],
-            VENDOR_FAMILY,
-            self.domain,
-            Arc::clone(&self.ledger),
-        );
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, entry);
+        self.ledger.open(id, self.domain, bytes);
     }
 
     fn freed(&self, id: u64) {
-        let entry = self
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id);
-        drop(entry);
+        self.ledger.close(id);
     }
 }
 
