@@ -300,6 +300,34 @@ fn the_docs_name_the_examples_in_repository_dependencies() {
 }
 
 #[test]
+fn the_vendor_device_example_takes_only_the_suite_and_as_a_dev_dependency() {
+    // examples/vendor-device brings a device of its own: no simulated
+    // device anywhere in its manifest, and the suite only in
+    // [dev-dependencies], exactly as a third party adds it.
+    let manifest = include_str!("../../examples/vendor-device/Cargo.toml");
+    assert!(!manifest.contains("tenferro-mock-devices"));
+    assert!(!manifest.contains("tenferro-transfer-harness"));
+    let mut section = "";
+    let mut in_repository = Vec::new();
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            section = line;
+        } else if line.contains("path = \"../../") {
+            in_repository.push((section, line.split_once(' ').unwrap().0));
+        }
+    }
+    assert_eq!(
+        in_repository,
+        [("[dev-dependencies]", "tenferro-transfer-conformance")]
+    );
+    let guide = include_str!("../../docs/guide.md");
+    assert!(
+        guide.contains("examples/vendor-device"),
+        "docs/guide.md does not lead with the vendor-device example"
+    );
+}
+
+#[test]
 fn the_cuda_page_quotes_the_skip_reason_the_code_gives() {
     let page = include_str!("../../docs/cuda.md");
     let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
