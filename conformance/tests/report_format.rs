@@ -195,7 +195,10 @@ fn the_generated_run_json_is_documented_field_by_field() {
             }],
             replay_command: "cargo run --release -- replay ...".to_owned(),
             replay_env: "TRANSFER_CONFORMANCE_REPLAY=... cargo test".to_owned(),
-            nondeterministic: None,
+            // A failure that did not reproduce says so.
+            nondeterministic: Some(
+                "nondeterministic: failed on case {...}, passed on replay".to_owned(),
+            ),
         }),
         elapsed: Duration::from_millis(250),
         ..passing.clone()
