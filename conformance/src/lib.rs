@@ -35,7 +35,10 @@ pub use builtin::{
     builtin_provider,
 };
 pub use level::{Level, UnknownLevel};
-pub use provider_suite::{BoxError, NO_SKIP_ENV, ProviderSuite, RuleVerdict};
+pub use provider_suite::{
+    BoxError, FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, NO_SKIP_ENV, ProviderSuite, RuleVerdict,
+    SuiteFuzzer,
+};
 pub use report::{
     CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,
     RuleTally, RunOutcome, SETUP, Summary, Verdict, ViolationRow,

@@ -17,10 +17,12 @@ use tenferro_transfer_harness::{
     Route, Rule, Unchecked, Watchdog, panic_message,
 };
 
+mod fuzz;
 mod generated_row;
 mod pressure_rows;
 mod verdict;
 
+pub use fuzz::{FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, SuiteFuzzer};
 pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};

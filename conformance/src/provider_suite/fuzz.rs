@@ -1,0 +1,255 @@
+//! Fuzzing a vendor's own provider: [`ProviderSuite::fuzzer`] turns the
+//! suite a provider crate already declares into a [`SuiteFuzzer`], whose
+//! [`run`](SuiteFuzzer::run) decodes fuzz input bytes into one of the
+//! suite's routes and a sequence of cases (the call order matters for a
+//! provider that keeps state between calls), runs them through the real
+//! runtime around the provider, and returns every broken rule as an error:
+//! a crash under libFuzzer, a failing test under `cargo test`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use arbitrary::{Arbitrary, Unstructured};
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::strategy::Recipe;
+use tenferro_transfer_harness::{
+    HarnessError, Judgement, Oracle, OutsideCase, Route, Violation, Watchdog,
+};
+
+use super::ProviderSuite;
+use crate::generated::{REPLAY_ENV, shell_quote};
+
+/// The most cases one fuzz input runs, in order, on one rig.
+pub const MAX_FUZZ_CALLS: usize = 4;
+
+/// What a fuzz input found wrong: each is a crash.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FuzzFailure {
+    /// The provider broke a rule of the suite's level on a decoded case.
+    #[error("{}", broke_text(.provider, .route, .call, .calls, .recipe, .violations))]
+    Broke {
+        /// The suite's provider name.
+        provider: String,
+        /// The route's declared name.
+        route: String,
+        /// Which call of the input broke it (0-based).
+        call: usize,
+        /// The input's calls, in order, as recipe JSON.
+        calls: Vec<String>,
+        /// The failing call's recipe as JSON (replays with `TRANSFER_CONFORMANCE_REPLAY`).
+        recipe: String,
+        /// What was broken.
+        violations: Vec<Violation>,
+    },
+    /// The route or its provider could not be built, or a case could not
+    /// be run: the fuzz target cannot do its work.
+    #[error("route `{route}` could not be set up: {message}")]
+    Setup {
+        /// The route's declared name.
+        route: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+fn broke_text(
+    provider: &str,
+    route: &str,
+    call: &usize,
+    calls: &[String],
+    recipe: &str,
+    violations: &[Violation],
+) -> String {
+    let mut text = format!("provider `{provider}` broke the contract on route `{route}`");
+    if calls.len() > 1 {
+        text.push_str(&format!(
+            " at call {} of {} (calls in order: {})",
+            call + 1,
+            calls.len(),
+            calls.join(", ")
+        ));
+    }
+    text.push_str(&format!(": case {recipe}"));
+    for violation in violations {
+        text.push_str(&format!("\n  {}: {}", violation.rule, violation.message));
+    }
+    text.push_str(&format!(
+        "\nreplay the case alone: {REPLAY_ENV}={} cargo test {route}::",
+        shell_quote(recipe)
+    ));
+    text.push_str(
+        "\nreplay the input as it was: SuiteFuzzer::run on the crash file's bytes (see docs/fuzzing.md)",
+    );
+    text
+}
+
+/// How many inputs a fuzzer ran and skipped.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub struct FuzzStats {
+    /// Inputs run through a provider.
+    pub inputs: u64,
+    /// Cases judged.
+    pub cases: u64,
+    /// Inputs whose route's device is not here (skipped, never a pass).
+    pub unavailable: u64,
+}
+
+struct RouteRig {
+    route: Route,
+    rig: Watchdog,
+}
+
+/// A [`ProviderSuite`] as a fuzz target: see [`ProviderSuite::fuzzer`].
+///
+/// Rigs are built on first use and kept between inputs (a runtime per
+/// input would cost most of the time), one per route.
+pub struct SuiteFuzzer {
+    suite: ProviderSuite,
+    rigs: HashMap<usize, RouteRig>,
+    stats: FuzzStats,
+}
+
+impl fmt::Debug for SuiteFuzzer {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("SuiteFuzzer")
+            .field("suite", &self.suite)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderSuite {
+    /// This suite as a fuzz target: a vendor's
+    /// `fuzz/fuzz_targets/transfer_contract.rs` is a few lines around
+    /// [`SuiteFuzzer::run`] (docs/fuzzing.md shows them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_conformance::prelude::*;
+    ///
+    /// let mut fuzzer = ProviderSuite::new("host-copy", Level::V1)
+    ///     .route("host", Route::host_to_host, |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>))
+    ///     .fuzzer();
+    /// // Any bytes decode into a route and cases; a correct provider passes.
+    /// for input in [&b""[..], b"\x01\x02\x03\x04", b"fuzz me, a little longer input"] {
+    ///     fuzzer.run(input).unwrap();
+    /// }
+    /// assert!(fuzzer.stats().cases >= 3);
+    /// ```
+    pub fn fuzzer(self) -> SuiteFuzzer {
+        SuiteFuzzer {
+            suite: self,
+            rigs: HashMap::new(),
+            stats: FuzzStats::default(),
+        }
+    }
+}
+
+impl SuiteFuzzer {
+    /// What the fuzzer has run so far.
+    pub fn stats(&self) -> FuzzStats {
+        self.stats
+    }
+
+    /// Decode `data` into one of the suite's routes and up to
+    /// [`MAX_FUZZ_CALLS`] cases, run them in order on that route's rig, and
+    /// judge each: inside the declared capabilities by every rule of the
+    /// suite's level, just outside them by `capability-honesty`. A route
+    /// whose device is not here is skipped (counted in
+    /// [`FuzzStats::unavailable`]).
+    ///
+    /// # Errors
+    ///
+    /// [`FuzzFailure::Broke`] for the first call that broke a rule, with
+    /// the case and the calls before it; [`FuzzFailure::Setup`] when the
+    /// route or provider cannot be built or a case cannot be run.
+    pub fn run(&mut self, data: &[u8]) -> Result<(), FuzzFailure> {
+        if self.suite.routes.is_empty() {
+            return Err(FuzzFailure::Setup {
+                route: "?".to_owned(),
+                message: format!(
+                    "provider `{}` declares no route; add one with ProviderSuite::route",
+                    self.suite.name
+                ),
+            });
+        }
+        let mut input = Unstructured::new(data);
+        let index = input.choose_index(self.suite.routes.len()).unwrap_or(0);
+        let calls = input.int_in_range(1..=MAX_FUZZ_CALLS).unwrap_or(1);
+        let recipes: Vec<Recipe> = (0..calls)
+            .map(|_| Recipe::arbitrary(&mut input))
+            .collect::<Result<_, _>>()
+            .map_err(|error| FuzzFailure::Setup {
+                route: self.suite.routes[index].name.clone(),
+                message: format!("the input did not decode into cases: {error}"),
+            })?;
+        let route_name = self.suite.routes[index].name.clone();
+        let setup = |message: String| FuzzFailure::Setup {
+            route: route_name.clone(),
+            message,
+        };
+        if !self.rigs.contains_key(&index) {
+            match self.build(index) {
+                Ok(rig) => {
+                    self.rigs.insert(index, rig);
+                }
+                Err(HarnessError::Unavailable { .. }) => {
+                    self.stats.unavailable += 1;
+                    return Ok(());
+                }
+                Err(error) => return Err(setup(error.to_string())),
+            }
+        }
+        let Some(RouteRig { route, rig }) = self.rigs.get_mut(&index) else {
+            return Err(setup("the rig vanished".to_owned()));
+        };
+        self.stats.inputs += 1;
+        let jsons: Vec<String> = recipes.iter().map(Recipe::to_json).collect();
+        for (call, recipe) in recipes.iter().enumerate() {
+            let case = recipe.case().map_err(|error| setup(error.to_string()))?;
+            let outcome = rig.run(&case).map_err(|error| setup(error.to_string()))?;
+            self.stats.cases += 1;
+            let judgement: Judgement = match self.suite.capabilities.outside(&case) {
+                Some(why) => Oracle.judge_outside(&OutsideCase { case, why }, route, &outcome),
+                None => Oracle.judge(&case, route, &outcome),
+            };
+            let violations: Vec<Violation> = judgement
+                .violations
+                .into_iter()
+                .filter(|violation| self.suite.level.includes(violation.rule))
+                .collect();
+            if !violations.is_empty() {
+                return Err(FuzzFailure::Broke {
+                    provider: self.suite.name.clone(),
+                    route: route_name,
+                    call,
+                    calls: jsons.clone(),
+                    recipe: jsons[call].clone(),
+                    violations,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The rig of route `index`: the route (gated), its provider, and a
+    /// watchdog with the suite's deadline.
+    fn build(&self, index: usize) -> Result<RouteRig, HarnessError> {
+        let declared = &self.suite.routes[index];
+        let route = (declared.route)()?;
+        route.gate()?;
+        let provider: Arc<dyn TransferProvider> =
+            (declared.provider)(&route).map_err(|source| HarnessError::Adapter {
+                context: format!("building the provider for route `{}`", declared.name),
+                source,
+            })?;
+        let rig = Watchdog::new(route.clone(), provider, self.suite.deadline)?;
+        Ok(RouteRig { route, rig })
+    }
+}
