@@ -72,14 +72,12 @@ fn a_broken_provider_crashes_with_a_replay_that_reproduces_under_cargo_test() {
         .find_map(|input| fuzzer.run(input).err())
         .expect("a one-ULP provider survived 300 inputs");
     let FuzzFailure::Broke {
-        recipe,
-        violations,
-        route,
-        ..
+        violations, route, ..
     } = &failure
     else {
         panic!("{failure}");
     };
+    let recipe = failure.recipe().expect("a broken rule names its case");
     assert_eq!(route, "upload");
     assert!(
         violations

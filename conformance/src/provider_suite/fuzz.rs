@@ -28,7 +28,7 @@ pub const MAX_FUZZ_CALLS: usize = 4;
 #[non_exhaustive]
 pub enum FuzzFailure {
     /// The provider broke a rule of the suite's level on a decoded case.
-    #[error("{}", broke_text(.provider, .route, .call, .calls, .recipe, .violations))]
+    #[error("{}", broke_text(.provider, .route, *.call, .calls, .violations))]
     Broke {
         /// The suite's provider name.
         provider: String,
@@ -36,10 +36,9 @@ pub enum FuzzFailure {
         route: String,
         /// Which call of the input broke it (0-based).
         call: usize,
-        /// The input's calls, in order, as recipe JSON.
+        /// The input's calls, in order, as recipe JSON; `calls[call]` is
+        /// the failing case ([`FuzzFailure::recipe`]).
         calls: Vec<String>,
-        /// The failing call's recipe as JSON (replays with `TRANSFER_CONFORMANCE_REPLAY`).
-        recipe: String,
         /// What was broken.
         violations: Vec<Violation>,
     },
@@ -54,14 +53,25 @@ pub enum FuzzFailure {
     },
 }
 
+impl FuzzFailure {
+    /// The failing case's recipe as JSON (what `TRANSFER_CONFORMANCE_REPLAY`
+    /// replays), for a broken rule.
+    pub fn recipe(&self) -> Option<&str> {
+        match self {
+            Self::Broke { call, calls, .. } => calls.get(*call).map(String::as_str),
+            Self::Setup { .. } => None,
+        }
+    }
+}
+
 fn broke_text(
     provider: &str,
     route: &str,
-    call: &usize,
+    call: usize,
     calls: &[String],
-    recipe: &str,
     violations: &[Violation],
 ) -> String {
+    let recipe = calls.get(call).map(String::as_str).unwrap_or("?");
     let mut text = format!("provider `{provider}` broke the contract on route `{route}`");
     if calls.len() > 1 {
         text.push_str(&format!(
@@ -229,8 +239,7 @@ impl SuiteFuzzer {
                     provider: self.suite.name.clone(),
                     route: route_name,
                     call,
-                    calls: jsons.clone(),
-                    recipe: jsons[call].clone(),
+                    calls: jsons,
                     violations,
                 });
             }
