@@ -11,57 +11,35 @@ mod support;
 
 use std::sync::Arc;
 
-use example_vendor_device::{EarlyReturnUpload, MAX_ELEMENTS, VendorDevice, VendorUpload};
+use example_vendor_device::VendorUpload;
 use support::VendorEndpoint;
-use tenferro_transfer_conformance::harness::{DeviceEndpoint, HarnessError};
+use tenferro_transfer_conformance::harness::DeviceEndpoint;
 use tenferro_transfer_conformance::prelude::*;
 
-/// Host (tenferro-cpu) to a fresh vendor device `npu0`.
-fn upload_route() -> Result<Route, HarnessError> {
-    Route::new(
-        Endpoint::host("host")?,
-        Endpoint::new(VendorEndpoint::open(0)?),
-    )
-}
-
-/// The suite for the provider `make` builds on the route's device.
-fn suite_of(name: &str, make: fn(VendorDevice) -> Arc<dyn TransferProvider>) -> ProviderSuite {
-    ProviderSuite::new(name, Level::V1)
-        .route("upload", upload_route, move |route| {
-            let Some(endpoint) = route.destination().downcast::<VendorEndpoint>() else {
-                return Err("the upload serves a vendor device destination".into());
-            };
-            Ok(make(endpoint.device().clone()))
-        })
-        .capabilities(Capabilities {
-            max_elements: MAX_ELEMENTS,
-            ..Capabilities::all()
-        })
-        .profile(Profile::Quick)
-}
-
-fn correct_suite() -> ProviderSuite {
-    suite_of("vendor-upload", |device| {
-        Arc::new(VendorUpload::new(device))
-    })
-}
-
-fn broken_suite() -> ProviderSuite {
-    suite_of("early-return-upload", |device| {
-        Arc::new(EarlyReturnUpload::new(device))
-    })
-    .seed(1)
-}
-
-fn suite() -> ProviderSuite {
-    if cfg!(feature = "demonstrate-failure") {
-        broken_suite()
-    } else {
-        correct_suite()
-    }
-}
+use support::{broken_suite, suite, suite_of};
 
 tenferro_transfer_conformance::conformance_tests!(level = V1, suite = suite, routes = [upload]);
+
+/// Every input the fuzz target crashed on (`fuzz/artifacts/transfer_contract/`)
+/// and every regression kept (`fuzz/regressions/`), replayed through the
+/// same suite: `cargo test --test conformance fuzz_inputs` reproduces a
+/// fuzzing crash as a failing test, with the same message.
+#[test]
+fn fuzz_inputs_replay_through_the_suite() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut fuzzer = suite().fuzzer();
+    for folder in ["artifacts/transfer_contract", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let input = std::fs::read(entry.path()).unwrap();
+            if let Err(failure) = fuzzer.run(&input) {
+                panic!("{}: {failure}", entry.path().display());
+            }
+        }
+    }
+}
 
 /// Every rule's verdict on the route, as `name verdict (detail)` lines.
 fn verdicts(suite: &ProviderSuite, report: &Report) -> Vec<(Rule, RuleVerdict)> {

@@ -1,18 +1,23 @@
 //! The vendor device as the conformance suite sees it: an adapter of the
-//! suite's `DeviceEndpoint` trait. Test-side code, so the crate itself does
-//! not depend on the suite.
+//! suite's `DeviceEndpoint` trait, and the suite declared over it. Test-side
+//! code, so the crate itself does not depend on the suite; the fuzz target
+//! (`fuzz/fuzz_targets/transfer_contract.rs`) includes this file too.
 
 use std::any::Any;
 use std::sync::Arc;
 
 use example_vendor_device::{
-    AllocationObserver, CopyState, VENDOR_FAMILY, VendorDevice, VendorError,
+    AllocationObserver, CopyState, EarlyReturnUpload, MAX_ELEMENTS, VENDOR_FAMILY, VendorDevice,
+    VendorError, VendorUpload,
 };
 use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
 use tenferro_tensor::{AllocationDomainId, Tensor};
 use tenferro_transfer_conformance::harness::{
     AllocationLedger, CompletionState, DeviceEndpoint, EngineRole, HarnessError, PlacementRule,
     StorageRule,
+};
+use tenferro_transfer_conformance::prelude::{
+    Capabilities, Endpoint, Level, Profile, ProviderSuite, Route, TransferProvider,
 };
 
 /// Device kind of the vendor's devices in `TRANSFER_CONFORMANCE_REQUIRE_DEVICES`.
@@ -147,5 +152,54 @@ impl DeviceEndpoint for VendorEndpoint {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// Host (tenferro-cpu) to a fresh vendor device `npu0`.
+pub fn upload_route() -> Result<Route, HarnessError> {
+    Route::new(
+        Endpoint::host("host")?,
+        Endpoint::new(VendorEndpoint::open(0)?),
+    )
+}
+
+/// The suite for the provider `make` builds on the route's device.
+pub fn suite_of(name: &str, make: fn(VendorDevice) -> Arc<dyn TransferProvider>) -> ProviderSuite {
+    ProviderSuite::new(name, Level::V1)
+        .route("upload", upload_route, move |route| {
+            let Some(endpoint) = route.destination().downcast::<VendorEndpoint>() else {
+                return Err("the upload serves a vendor device destination".into());
+            };
+            Ok(make(endpoint.device().clone()))
+        })
+        .capabilities(Capabilities {
+            max_elements: MAX_ELEMENTS,
+            ..Capabilities::all()
+        })
+        .profile(Profile::Quick)
+}
+
+/// The suite of the correct upload.
+pub fn correct_suite() -> ProviderSuite {
+    suite_of("vendor-upload", |device| {
+        Arc::new(VendorUpload::new(device))
+    })
+}
+
+/// The suite of the upload that returns before its copy lands.
+pub fn broken_suite() -> ProviderSuite {
+    suite_of("early-return-upload", |device| {
+        Arc::new(EarlyReturnUpload::new(device))
+    })
+    .seed(1)
+}
+
+/// The suite the tests (and the fuzz target) run: the broken upload with
+/// the `demonstrate-failure` feature, the correct one without.
+pub fn suite() -> ProviderSuite {
+    if cfg!(feature = "demonstrate-failure") {
+        broken_suite()
+    } else {
+        correct_suite()
     }
 }
