@@ -43,6 +43,36 @@
 #[macro_export]
 macro_rules! conformance_tests {
     (level = V1, suite = $suite:path, routes = [$($route:ident),+ $(,)?] $(,)?) => {
+        $crate::__conformance_tests!(
+            $suite,
+            [$($route),+],
+            [
+                dtype => Dtype,
+                shape => Shape,
+                buffer_length => BufferLength,
+                placement => Placement,
+                residency => Residency,
+                completion => Completion,
+                values => Values,
+                no_error => NoError,
+                no_panic => NoPanic,
+                deadline => Deadline,
+                no_leak => NoLeak,
+                capability_honesty => CapabilityHonesty,
+                runtime_agreement => RuntimeAgreement,
+            ]
+        );
+    };
+}
+
+/// The expansion of [`conformance_tests!`] for one level's rule list
+/// (written once, above: it makes the tests, and the level test checks it
+/// against [`Level::rules`](crate::Level::rules)); an implementation
+/// detail.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    ($suite:path, [$($route:ident),+], $rules:tt) => {
         /// The suite and its one run, shared by every generated test.
         fn __transfer_conformance_run() -> &'static (
             $crate::ProviderSuite,
@@ -66,6 +96,30 @@ macro_rules! conformance_tests {
                 "the suite is pinned to level {} but its tests were generated for level v1",
                 suite.level()
             );
+            assert_eq!(
+                $crate::__conformance_rule_list!($rules),
+                $crate::Level::V1.rules(),
+                "the macro's tests and level v1 name different rules"
+            );
+        }
+
+        /// The routes listed in the macro are exactly the routes the suite
+        /// declares: a declared route left out would run and never be
+        /// asserted, a listed one that is not declared would fail every
+        /// rule test with "not run".
+        #[test]
+        fn transfer_conformance_routes() {
+            let (suite, _) = __transfer_conformance_run();
+            let listed: &[&str] = &[$(stringify!($route)),+];
+            let declared = suite.route_names();
+            let unlisted: ::std::vec::Vec<&&str> =
+                declared.iter().filter(|name| !listed.contains(name)).collect();
+            let undeclared: ::std::vec::Vec<&&str> =
+                listed.iter().filter(|name| !declared.contains(name)).collect();
+            assert!(
+                unlisted.is_empty() && undeclared.is_empty(),
+                "conformance_tests!(routes = [...]) and the suite's routes differ: declared but not listed (never asserted): {unlisted:?}; listed but not declared: {undeclared:?}"
+            );
         }
 
         $(
@@ -74,22 +128,20 @@ macro_rules! conformance_tests {
                 $crate::__conformance_rule_tests!(
                     super::__transfer_conformance_run,
                     $route,
-                    dtype => Dtype,
-                    shape => Shape,
-                    buffer_length => BufferLength,
-                    placement => Placement,
-                    residency => Residency,
-                    completion => Completion,
-                    values => Values,
-                    no_error => NoError,
-                    no_panic => NoPanic,
-                    deadline => Deadline,
-                    no_leak => NoLeak,
-                    capability_honesty => CapabilityHonesty,
-                    runtime_agreement => RuntimeAgreement,
+                    $rules
                 );
             }
         )+
+    };
+}
+
+/// The rules of a `name => Rule` list, as a slice; an implementation detail
+/// of [`conformance_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_rule_list {
+    ([$($test:ident => $rule:ident),+ $(,)?]) => {
+        &[$($crate::harness::Rule::$rule),+][..]
     };
 }
 
@@ -98,7 +150,7 @@ macro_rules! conformance_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_rule_tests {
-    ($run:path, $route:ident, $($test:ident => $rule:ident),+ $(,)?) => {
+    ($run:path, $route:ident, [$($test:ident => $rule:ident),+ $(,)?]) => {
         $(
             #[test]
             fn $test() {

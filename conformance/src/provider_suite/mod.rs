@@ -577,8 +577,8 @@ fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
-        .is_some_and(|first| first.is_ascii_lowercase() || first == '_')
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Run `f`, turning a panic into its message.
