@@ -2,10 +2,10 @@
 //! first one: thin wrappers around tenferro-gpu 0.9's own transfer helpers
 //! (`upload_tensor`, `download_tensor`).
 //!
-//! - [`VendorUpload`]: host (tenferro-cpu) to CUDA. `upload_tensor` only
+//! - `VendorUpload`: host (tenferro-cpu) to CUDA. `upload_tensor` only
 //!   enqueues the copy, so it then waits (`CudaRuntime::synchronize`).
-//! - [`VendorDownload`]: CUDA to host. `download_tensor` waits by itself.
-//! - [`NaiveUpload`]: the upload a vendor writes first, returning right
+//! - `VendorDownload`: CUDA to host. `download_tensor` waits by itself.
+//! - `NaiveUpload`: the upload a vendor writes first, returning right
 //!   after `upload_tensor`, before the copy has landed. The conformance
 //!   suite's `completion` rule exists for exactly this bug.
 //!

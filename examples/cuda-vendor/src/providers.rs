@@ -55,7 +55,7 @@ pub enum VendorError {
         shape: Vec<usize>,
         /// tenferro's error.
         #[source]
-        source: tenferro_tensor::Error,
+        source: Box<tenferro_tensor::Error>,
     },
     /// tenferro-gpu refused or failed the upload.
     #[error("the upload of {dtype:?} {shape:?} failed")]
@@ -66,14 +66,14 @@ pub enum VendorError {
         shape: Vec<usize>,
         /// tenferro-gpu's error.
         #[source]
-        source: tenferro_tensor::Error,
+        source: Box<tenferro_tensor::Error>,
     },
     /// Waiting for the enqueued upload failed.
     #[error("waiting for the upload failed")]
     Synchronize {
         /// tenferro-gpu's error.
         #[source]
-        source: CudaDeviceError,
+        source: Box<CudaDeviceError>,
     },
     /// The input to download is a view of device memory: tenferro-gpu 0.9
     /// downloads owned device tensors only.
@@ -90,7 +90,7 @@ pub enum VendorError {
         shape: Vec<usize>,
         /// tenferro-gpu's error.
         #[source]
-        source: tenferro_tensor::Error,
+        source: Box<tenferro_tensor::Error>,
     },
 }
 
@@ -127,7 +127,7 @@ fn enqueue_upload(runtime: &CudaRuntime, input: &TensorRead<'_>) -> Result<Tenso
             compact = to_col_major(view).map_err(|source| VendorError::Materialise {
                 dtype,
                 shape: shape.clone(),
-                source,
+                source: Box::new(source),
             })?;
             &compact
         }
@@ -135,7 +135,7 @@ fn enqueue_upload(runtime: &CudaRuntime, input: &TensorRead<'_>) -> Result<Tenso
     upload_tensor(runtime, host).map_err(|source| VendorError::Upload {
         dtype,
         shape,
-        source,
+        source: Box::new(source),
     })
 }
 
@@ -164,7 +164,9 @@ impl VendorUpload {
         // copy has landed.
         runtime
             .synchronize()
-            .map_err(|source| VendorError::Synchronize { source })?;
+            .map_err(|source| VendorError::Synchronize {
+                source: Box::new(source),
+            })?;
         Ok(device)
     }
 }
@@ -202,7 +204,7 @@ impl VendorDownload {
                     VendorError::Download {
                         dtype: input.dtype(),
                         shape: input.shape().to_vec(),
-                        source,
+                        source: Box::new(source),
                     }
                 })
             }
