@@ -7,7 +7,10 @@
 #   1. the CUDA conformance suite (cuda-upload, cuda-download), as JSON and table;
 #   2. the CUDA tests of the harness and the conformance crate;
 #   3. the self-test of the CUDA providers (cuda-early-return must be caught);
-#   4. the bandwidth benchmark, 1 KiB to 256 MiB, ours vs cudarc raw memcpy.
+#   4. the bandwidth benchmark, 1 KiB to 256 MiB, ours vs cudarc raw memcpy;
+#   5. the CUDA vendor example (examples/cuda-vendor): its correct providers
+#      pass every rule test, and its naive upload fails `completion` and no
+#      other rule (its rule tests, --features demonstrate-failure).
 # Results go under $OUT (default: ./gpu-check-out). Exit status: the first
 # failing step's, after every step has run.
 set -uo pipefail
@@ -43,6 +46,19 @@ step suite cargo run --release --features cuda -- --provider cuda-upload --provi
 step tests cargo test --release --features cuda -p tenferro-transfer-harness --test cuda -p tenferro-transfer-conformance --test cuda -- --nocapture
 step self-test cargo run --release --features cuda -- self-test --provider cuda-upload --provider cuda-download
 step bandwidth cargo run --release -p tenferro-transfer-harness --features cuda --example cuda_bandwidth -- "$OUT/bandwidth.md"
+step vendor cargo test --release -p example-cuda-vendor --features cuda -- --nocapture
+# The naive upload's rule tests must fail, on `completion` and nothing else.
+naive_fails_completion_only() {
+  local log="$OUT/vendor-naive-tests.log"
+  if cargo test --release -p example-cuda-vendor --features demonstrate-failure --test naive_upload >"$log" 2>&1; then
+    echo "the naive upload passed every rule test: completion did not catch it"; return 1
+  fi
+  local failed
+  failed=$(grep -E "^test [^ ]+ \.\.\. FAILED" "$log")
+  echo "$failed"
+  [ "$failed" = "test naive_upload::completion ... FAILED" ]
+}
+step vendor-naive naive_fails_completion_only
 
 printf '\nresults under %s (summary.txt, *.log, bandwidth.md)\n' "$OUT"
 exit "$status"

@@ -258,6 +258,7 @@ fn the_docs_name_the_examples_in_repository_dependencies() {
     for manifest in [
         include_str!("../../examples/stream-upload/Cargo.toml"),
         include_str!("../../examples/buggy-upload/Cargo.toml"),
+        include_str!("../../examples/cuda-vendor/Cargo.toml"),
     ] {
         let mut section = "";
         for line in manifest.lines() {
@@ -379,4 +380,62 @@ fn the_guide_says_when_the_large_and_the_oversize_cases_exist() {
     for text in [large, oversize] {
         assert!(guide.contains(&text), "docs/guide.md does not say: {text}");
     }
+}
+
+/// Section 8 of the guide, the CUDA provider.
+fn guide_cuda_section() -> &'static str {
+    include_str!("../../docs/guide.md")
+        .split_once("\n## 8. A CUDA provider")
+        .expect("docs/guide.md has section 8, the CUDA provider")
+        .1
+}
+
+#[test]
+fn the_guide_quotes_the_cuda_example_files_in_full() {
+    let section = guide_cuda_section();
+    for (file, fence, text) in [
+        (
+            "examples/cuda-vendor/Cargo.toml",
+            "toml",
+            include_str!("../../examples/cuda-vendor/Cargo.toml"),
+        ),
+        (
+            "examples/cuda-vendor/tests/conformance.rs",
+            "rust",
+            include_str!("../../examples/cuda-vendor/tests/conformance.rs"),
+        ),
+    ] {
+        assert!(
+            section.contains(&format!("```{fence}\n{text}```\n")),
+            "docs/guide.md's CUDA section does not quote {file} as it is"
+        );
+    }
+}
+
+#[test]
+fn the_guide_shows_the_cuda_example_commands_the_scripts_run() {
+    // gpu-check.sh runs the same commands in a release build.
+    let scripts = [
+        include_str!("../../.ci/run"),
+        include_str!("../../scripts/gpu-check.sh"),
+    ]
+    .map(|script| script.replace("cargo test --release ", "cargo test "));
+    let mut shown = 0;
+    for line in guide_cuda_section()
+        .lines()
+        .filter(|line| line.contains("cargo test -p example-cuda-vendor"))
+    {
+        let command = line.trim_start_matches("$ ");
+        let command = command.split(" #").next().unwrap_or(command);
+        let command = command.split(" -- ").next().unwrap_or(command).trim();
+        assert!(
+            scripts.iter().any(|script| script.contains(command)),
+            "neither .ci/run nor scripts/gpu-check.sh runs the guide's `{command}`"
+        );
+        shown += 1;
+    }
+    assert!(
+        shown >= 4,
+        "the guide's CUDA section shows {shown} commands"
+    );
 }
