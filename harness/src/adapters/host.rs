@@ -31,8 +31,9 @@ pub const HOST_PROVIDER_ID: &str = "tenferro-transfer-harness.host";
 /// [`HostDomain`] so that it is a distinct place from other host engines.
 ///
 /// As a source it hands the provider what tenferro-cpu hands one: plain
-/// host tensors and strided views of them (or, with a domain, managed
-/// tensors of that domain and views of them).
+/// host vectors, storage-group roots (as its kernels return them; owned
+/// cases of rank 2 and above) and strided views (or, with a domain,
+/// managed tensors of that domain and views of them).
 #[derive(Clone, Debug)]
 pub struct HostEndpoint {
     name: String,
@@ -237,6 +238,26 @@ fn stage_host<T: tenferro_mock_devices::Element + Filler>(
                 .tensor(spec.backing_shape.clone(), case.backing_values::<T>())
                 .map_err(stage)?;
             carve_tensor::<T>(&tensor, spec, use_input)
+        }
+        // tenferro-cpu hands over plain host vectors and, from its kernels,
+        // tensors whose storage is the root of a storage group: owned cases
+        // of rank 2 and above are staged as the latter (tenferro's own
+        // promotion of a host tensor), the others as plain vectors.
+        (None, Layout::Owned) if case.shape().len() >= 2 => {
+            let typed = tenferro_tensor::TypedTensor::<T>::from_vec_col_major(
+                case.shape().to_vec(),
+                case.typed_values::<T>(),
+            )
+            .map_err(stage)?;
+            let root = typed
+                .into_host()
+                .map_err(|error| stage(error.into_parts().1))?
+                .promote()
+                .map_err(stage)?
+                .into_dynamic();
+            let tensor = Tensor::from_typed(root);
+            use_input(TensorRead::from_tensor(&tensor));
+            Ok(())
         }
         (None, Layout::Owned) => {
             let tensor =
