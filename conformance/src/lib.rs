@@ -36,8 +36,8 @@ pub use builtin::{
 };
 pub use level::{Level, UnknownLevel};
 pub use provider_suite::{
-    BoxError, FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, NO_SKIP_ENV, ProviderSuite, RuleVerdict,
-    SuiteFuzzer,
+    BoxError, FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, NEXTEST_RUN_ID_ENV, NO_SKIP_ENV,
+    ProviderSuite, RuleVerdict, SuiteFuzzer,
 };
 pub use report::{
     CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,

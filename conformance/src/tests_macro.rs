@@ -9,11 +9,14 @@
 /// to [`ProviderSuite::route`](crate::ProviderSuite::route). Each route
 /// becomes a module holding one test per rule of the level, e.g.
 /// `upload::values` and `upload::capability_honesty`. The suite runs once
-/// per test binary; every test reads its own rule's verdict from that run.
+/// per test binary, under `cargo test` and under nextest (which runs each
+/// test in a process of its own: the first runs the suite, the others read
+/// its report; see [`ProviderSuite::shared_run`](crate::ProviderSuite::shared_run));
+/// every test reads its own rule's verdict from that run.
 ///
 /// A failing test names the rule, each failing case and how to replay it.
 /// A rule that could not be checked on any case of the route prints
-/// `<route>::<rule> skipped: <reason>` to stderr (past the test harness's
+/// `<route>::<test> skipped: <reason>` to stderr (past the test harness's
 /// capture) and reports ok, because the libtest harness has no runtime
 /// skip; `TRANSFER_CONFORMANCE_NO_SKIP=1` turns skips into failures.
 ///
@@ -82,7 +85,8 @@ macro_rules! __conformance_tests {
                 ::std::sync::OnceLock::new();
             RUN.get_or_init(|| {
                 let suite: $crate::ProviderSuite = $suite();
-                let report = suite.run();
+                // Once per binary under nextest too (one process per test).
+                let report = suite.shared_run();
                 (suite, report)
             })
         }

@@ -20,7 +20,7 @@ pub struct Violation {
 }
 
 /// A rule the oracle could not judge on this case, and why. Never a pass.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, serde::Deserialize)]
 pub struct Unchecked {
     /// The rule.
     pub rule: Rule,

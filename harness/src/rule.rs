@@ -242,6 +242,13 @@ impl fmt::Display for Rule {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = String::deserialize(deserializer)?;
+        id.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl Serialize for Rule {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.id())

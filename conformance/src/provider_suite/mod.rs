@@ -20,9 +20,11 @@ use tenferro_transfer_harness::{
 mod fuzz;
 mod generated_row;
 mod pressure_rows;
+mod shared_run;
 mod verdict;
 
 pub use fuzz::{FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, SuiteFuzzer};
+pub use shared_run::NEXTEST_RUN_ID_ENV;
 pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
@@ -557,11 +559,17 @@ impl ProviderSuite {
     /// capture (so `cargo test` shows it), and panics instead when
     /// `TRANSFER_CONFORMANCE_NO_SKIP=1`. What the macro's tests call.
     #[doc(hidden)]
+    #[track_caller]
     pub fn assert_rule(&self, report: &Report, route: &str, rule: Rule) {
         match self.check(report, route, rule) {
             RuleVerdict::Pass { .. } => {}
             RuleVerdict::Skip(reason) => {
-                let text = format!("{}::{} skipped: {reason}", route, rule.id());
+                // Named as the test is named (`upload::no_leak`).
+                let text = format!(
+                    "{}::{} skipped: {reason}",
+                    route,
+                    rule.id().replace('-', "_")
+                );
                 if std::env::var(NO_SKIP_ENV).is_ok_and(|value| value == "1") {
                     panic!("{text} ({NO_SKIP_ENV}=1 turns skips into failures)");
                 }

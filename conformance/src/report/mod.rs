@@ -12,13 +12,13 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tenferro_transfer_harness::{Judgement, Unchecked, Violation};
 
 pub use matrix::{Mark, RouteMatrix, RuleMatrix, RuleTally};
 
 /// A case's verdict.
-#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Every checked rule held.
@@ -35,7 +35,7 @@ pub const SETUP: &str = "setup";
 
 /// One violation in a report row: the rule id (or [`SETUP`] when the harness
 /// itself could not run the case) and its message.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct ViolationRow {
     /// Rule id.
     pub rule: String,
@@ -53,7 +53,7 @@ impl From<&Violation> for ViolationRow {
 }
 
 /// One case of the report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CaseResult {
     /// Provider name.
     pub provider: String,
@@ -72,10 +72,10 @@ pub struct CaseResult {
     /// Rules not checked on this case, with why.
     pub unchecked: Vec<Unchecked>,
     /// Device failures the provider correctly passed on as a typed `Err`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expected_errors: Vec<String>,
     /// Why the case was skipped, if it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
 }
 
@@ -198,7 +198,7 @@ pub struct RowHead {
 }
 
 /// Counts of verdicts.
-#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Cases that passed.
     pub passed: usize,
@@ -225,7 +225,7 @@ pub struct Summary {
 /// assert!(report.to_markdown().contains("| `values` |"));
 /// assert!(report.to_junit().unwrap().starts_with("<?xml"));
 /// ```
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Report {
     /// One row per case.
     pub results: Vec<CaseResult>,
