@@ -29,6 +29,6 @@ for target in transfer_contract host_provider; do
   # A broken provider's hang is cut short by the harness's own watchdog;
   # anything near 60 s is a real hang.
   # detect_leaks = 0: the targets keep rigs between inputs (docs/fuzzing.md).
-  printf '[libfuzzer]\ntimeout = 60\nrss_limit_mb = 4096\ndetect_leaks = 0\n' > "$OUT/$target.options"
+  printf '[libfuzzer]\ntimeout = 60\nrss_limit_mb = 4096\ndetect_leaks = 0\n[asan]\ndetect_leaks = 0\n' > "$OUT/$target.options"
 done
 echo "built into $OUT: $(ls "$OUT" | tr '\n' ' ')"
