@@ -37,7 +37,7 @@ pub use builtin::{
 pub use level::{Level, UnknownLevel};
 pub use provider_suite::{
     BoxError, FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, NEXTEST_RUN_ID_ENV, NO_SKIP_ENV,
-    ProviderSuite, RuleVerdict, SuiteFuzzer,
+    ProviderSuite, REPORT_FILE_ENV, RuleVerdict, SuiteFuzzer,
 };
 pub use report::{
     CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,

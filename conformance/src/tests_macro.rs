@@ -84,7 +84,8 @@ macro_rules! __conformance_tests {
             static RUN: ::std::sync::OnceLock<($crate::ProviderSuite, $crate::Report)> =
                 ::std::sync::OnceLock::new();
             RUN.get_or_init(|| {
-                let suite: $crate::ProviderSuite = $suite();
+                let suite: $crate::ProviderSuite =
+                    $suite().invoked_from(env!("CARGO_PKG_NAME"), module_path!());
                 // Once per binary under nextest too (one process per test).
                 let report = suite.shared_run();
                 (suite, report)

@@ -63,9 +63,10 @@ impl ProviderSuite {
             ..base
         };
         let replay = format!(
-            "replay: {REPLAY_ENV}={} {SEED_ENV}={} cargo test {}::",
+            "replay: {REPLAY_ENV}={} {SEED_ENV}={} {} {}::",
             shell_quote(&json),
             generation.seed,
+            self.cargo_test(),
             run.name
         );
         let violations: Vec<ViolationRow> = shown

@@ -24,7 +24,7 @@ mod shared_run;
 mod verdict;
 
 pub use fuzz::{FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, SuiteFuzzer};
-pub use shared_run::NEXTEST_RUN_ID_ENV;
+pub use shared_run::{NEXTEST_RUN_ID_ENV, REPORT_FILE_ENV};
 pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
@@ -98,6 +98,10 @@ pub struct ProviderSuite {
     deadline: Duration,
     seed: Option<u64>,
     routes: Vec<DeclaredRoute>,
+    /// The package and test target of the macro's tests, for replay lines.
+    invocation: Option<(String, String)>,
+    /// What replay lines add to `cargo test`.
+    replay_args: String,
 }
 
 impl std::fmt::Debug for ProviderSuite {
@@ -126,6 +130,8 @@ impl ProviderSuite {
             deadline: DEFAULT_DEADLINE,
             seed: None,
             routes: Vec::new(),
+            invocation: None,
+            replay_args: String::new(),
         }
     }
 
@@ -551,7 +557,54 @@ impl ProviderSuite {
                 self.level
             ));
         }
-        check_rule(report, route, rule, self.level)
+        check_rule(report, route, rule, self.level, &self.cargo_test())
+    }
+
+    /// Record where the suite's tests live, so that its replay lines name
+    /// them: `cargo test -p <package> --test <target>`, which runs as
+    /// pasted at the root of a workspace too. The
+    /// [`conformance_tests!`](crate::conformance_tests) macro calls it with
+    /// the caller's `CARGO_PKG_NAME` and `module_path!()`.
+    #[doc(hidden)]
+    pub fn invoked_from(mut self, package: &str, module_path: &str) -> Self {
+        let target = module_path.split("::").next().unwrap_or(module_path);
+        self.invocation = Some((package.to_owned(), target.to_owned()));
+        self
+    }
+
+    /// Arguments the replay lines add to `cargo test` (for example
+    /// `--features my-feature` when the suite's tests need a feature: the
+    /// macro can name the package and the test target, not the features
+    /// the caller built with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_conformance::prelude::*;
+    ///
+    /// let suite = ProviderSuite::new("p", Level::V1)
+    ///     .invoked_from("my-crate", "conformance")
+    ///     .replay_args("--features gpu");
+    /// assert_eq!(suite.cargo_test(), "cargo test -p my-crate --test conformance --features gpu");
+    /// ```
+    pub fn replay_args(mut self, args: &str) -> Self {
+        self.replay_args = args.trim().to_owned();
+        self
+    }
+
+    /// The `cargo test` command that runs this suite's tests: with the
+    /// package and test target when the macro recorded them, and the
+    /// [`replay_args`](ProviderSuite::replay_args).
+    pub fn cargo_test(&self) -> String {
+        let mut command = match &self.invocation {
+            Some((package, target)) => format!("cargo test -p {package} --test {target}"),
+            None => "cargo test".to_owned(),
+        };
+        if !self.replay_args.is_empty() {
+            command.push(' ');
+            command.push_str(&self.replay_args);
+        }
+        command
     }
 
     /// Assert `rule` on `route`: panics with the failing cases on a fail;

@@ -25,10 +25,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::ProviderSuite;
-use crate::report::Report;
+use crate::report::{Report, ReportFormat};
 
 /// Set by nextest in every test process: one id per `cargo nextest run`.
 pub const NEXTEST_RUN_ID_ENV: &str = "NEXTEST_RUN_ID";
+
+/// A path to write the whole report to, after the suite's run in a test
+/// binary: JSON for `.json`, the Markdown matrix for `.md`, JUnit XML for
+/// `.xml`, the table otherwise.
+pub const REPORT_FILE_ENV: &str = "TRANSFER_CONFORMANCE_REPORT";
 
 /// Kept reports older than this are removed when a new one is written.
 const KEEP: Duration = Duration::from_secs(24 * 60 * 60);
@@ -38,9 +43,14 @@ impl ProviderSuite {
     /// per process under `cargo test`, once per binary and nextest run
     /// under nextest (see the module documentation). What the
     /// `conformance_tests!` macro calls.
+    ///
+    /// With [`REPORT_FILE_ENV`] set, the process that ran the suite also
+    /// writes the whole report to that file.
     pub fn shared_run(&self) -> Report {
         let Ok(run_id) = std::env::var(NEXTEST_RUN_ID_ENV) else {
-            return self.run();
+            let report = self.run();
+            write_report_file(&report);
+            return report;
         };
         match self.run_shared_by(&run_id) {
             Ok(report) => report,
@@ -49,7 +59,9 @@ impl ProviderSuite {
                     std::io::stderr(),
                     "transfer-conformance: could not share the suite's run between nextest's processes ({error}); this test runs it itself"
                 );
-                self.run()
+                let report = self.run();
+                write_report_file(&report);
+                report
             }
         }
     }
@@ -90,6 +102,7 @@ impl ProviderSuite {
             return Ok(report);
         }
         let report = self.run();
+        write_report_file(&report);
         let partial = path.with_extension("partial");
         fs::write(&partial, serde_json::to_string(&report)?)?;
         fs::rename(&partial, &path)?;
@@ -101,6 +114,37 @@ impl ProviderSuite {
         remove_old(&folder, &path);
         Ok(report)
     }
+}
+
+/// Write `report` to [`REPORT_FILE_ENV`]'s path, when it is set; a failure
+/// to write is said on stderr (the tests' verdicts do not depend on it).
+fn write_report_file(report: &Report) {
+    let Some(path) = std::env::var_os(REPORT_FILE_ENV) else {
+        return;
+    };
+    let path = PathBuf::from(path);
+    let format = match path.extension().and_then(|extension| extension.to_str()) {
+        Some("json") => ReportFormat::Json,
+        Some("md") => ReportFormat::Markdown,
+        Some("xml") => ReportFormat::Junit,
+        _ => ReportFormat::Table,
+    };
+    let written = report
+        .render(format)
+        .map_err(|error| error.to_string())
+        .and_then(|text| fs::write(&path, text).map_err(|error| error.to_string()));
+    let _ = match written {
+        Ok(()) => writeln!(
+            std::io::stderr(),
+            "transfer-conformance: wrote the report to {} ({REPORT_FILE_ENV})",
+            path.display()
+        ),
+        Err(error) => writeln!(
+            std::io::stderr(),
+            "transfer-conformance: could not write the report to {} ({REPORT_FILE_ENV}): {error}",
+            path.display()
+        ),
+    };
 }
 
 /// A file-name-safe form of `text`.

@@ -62,7 +62,13 @@ fn fails_every_rule(row: &CaseResult, level: Level) -> bool {
 }
 
 /// The verdict of `rule` on the rows of route `route`.
-pub(super) fn check_rule(report: &Report, route: &str, rule: Rule, level: Level) -> RuleVerdict {
+pub(super) fn check_rule(
+    report: &Report,
+    route: &str,
+    rule: Rule,
+    level: Level,
+    cargo_test: &str,
+) -> RuleVerdict {
     let rows: Vec<&CaseResult> = report
         .results
         .iter()
@@ -105,7 +111,7 @@ pub(super) fn check_rule(report: &Report, route: &str, rule: Rule, level: Level)
             ));
             if !violation.message.contains("replay:") && row.dtype != "*" {
                 text.push_str(&format!(
-                    "  replay: cargo test {route}::{} (fixed cases are deterministic)\n",
+                    "  replay: {cargo_test} {route}::{} (fixed cases are deterministic)\n",
                     rule.id().replace('-', "_")
                 ));
             }

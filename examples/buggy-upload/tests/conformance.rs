@@ -17,6 +17,8 @@ fn suite() -> ProviderSuite {
         })
         .profile(Profile::Quick)
         .seed(1)
+        // The rule tests exist only with this feature: replay lines name it.
+        .replay_args("--features demonstrate-failure")
 }
 
 #[cfg(feature = "demonstrate-failure")]
@@ -26,7 +28,9 @@ tenferro_transfer_conformance::conformance_tests!(level = V1, suite = suite, rou
 /// prints when it fails, and that the bug breaks no other rule.
 #[test]
 fn the_bug_fails_values_and_only_values() {
-    let suite = suite();
+    // As the macro's tests run it: its replay lines name this package and
+    // test target, so they run as pasted at the repository root.
+    let suite = suite().invoked_from(env!("CARGO_PKG_NAME"), module_path!());
     let report = suite.run();
     let mut failing = Vec::new();
     for rule in Level::V1.rules() {
