@@ -337,6 +337,11 @@ pub(crate) fn drive(
     options: &ConcurrencyOptions,
 ) -> Result<Pressure, HarnessError> {
     let threads = options.threads.max(1);
+    // Views only where the source can stage them.
+    let capabilities = &Capabilities {
+        views: capabilities.views && route.source().stages_views(),
+        ..capabilities.clone()
+    };
     let plans: Vec<Vec<Recipe>> = (0..threads)
         .map(|thread| thread_cases(profile, capabilities, options, thread))
         .collect::<Result<_, _>>()?;
@@ -465,12 +470,14 @@ pub fn run_concurrent(
 ) -> Result<ConcurrencyReport, HarnessError> {
     let route = builtin.route()?;
     let provider = provider_for(builtin, &route, &options.inject)?;
-    // Views of CUDA memory are a known limit of tenferro-gpu's download.
-    let capabilities = Capabilities {
-        views: route.source().stages_views(),
-        ..Capabilities::all()
-    };
-    let pressure = drive(&route, &provider, Profile::Quick, &capabilities, options)?;
+    // `drive` draws views only where the source stages them.
+    let pressure = drive(
+        &route,
+        &provider,
+        Profile::Quick,
+        &Capabilities::all(),
+        options,
+    )?;
     let failures = pressure
         .failures()
         .take(5)

@@ -338,7 +338,13 @@ pub(crate) fn generate(
         ..Config::default()
     };
     let mut runner = TestRunner::new_with_rng(config, seed_rng(seed));
-    let strategy = recipe(options.profile, capabilities);
+    // Views only where the source can stage them (CUDA memory, say,
+    // cannot be carved into views by tenferro-gpu 0.9).
+    let capabilities = Capabilities {
+        views: capabilities.views && route.source().stages_views(),
+        ..capabilities.clone()
+    };
+    let strategy = recipe(options.profile, &capabilities);
     let cases = std::cell::Cell::new(0_u64);
     let unchecked: RefCell<Option<Vec<Unchecked>>> = RefCell::new(None);
     // The first case that failed, and the latest (proptest's minimal case

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
 use tenferro_transfer_conformance::harness::{
-    Availability, DeviceEndpoint, EngineRole, HarnessError, PlacementRule, REQUIRE_CUDA_ENV,
-    REQUIRE_DEVICES_ENV, StorageRule, cuda_unavailable_reason,
+    Availability, DeviceEndpoint, EngineRole, HarnessError, Layout, PlacementRule,
+    REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV, StorageRule, cuda_unavailable_reason,
 };
 use tenferro_transfer_conformance::prelude::*;
 
@@ -192,4 +192,97 @@ fn requiring_cuda_fails_every_rule() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
+}
+
+/// A host source that stages owned tensors only (as CUDA memory cannot be
+/// carved into views): its view cases are skips, never failures.
+#[derive(Debug)]
+struct OwnedOnlyHost {
+    inner: Endpoint,
+}
+
+impl DeviceEndpoint for OwnedOnlyHost {
+    fn name(&self) -> &str {
+        "owned-only"
+    }
+
+    fn engine_id(&self) -> &EngineId {
+        self.inner.engine_id()
+    }
+
+    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        self.inner.storage_class()
+    }
+
+    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        self.inner.registration(role)
+    }
+
+    fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        self.inner.engine(role)
+    }
+
+    fn placement_rule(&self) -> PlacementRule {
+        self.inner.placement_rule()
+    }
+
+    fn storage_rule(&self) -> StorageRule {
+        self.inner.storage_rule()
+    }
+
+    fn stage(
+        &self,
+        case: &tenferro_transfer_conformance::harness::Case,
+        use_input: &mut dyn FnMut(tenferro_tensor::TensorRead<'_>),
+    ) -> Result<(), HarnessError> {
+        if matches!(case.layout(), Layout::View(_)) {
+            return Err(HarnessError::Unavailable {
+                reason: "this source stages owned tensors only".to_owned(),
+            });
+        }
+        self.inner.adapter().stage(case, use_input)
+    }
+
+    fn stages_views(&self) -> bool {
+        false
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[test]
+fn cases_a_source_cannot_stage_are_skips_not_failures() {
+    let suite = ProviderSuite::new("host-copy", Level::V1)
+        .route(
+            "copy",
+            || {
+                let source = OwnedOnlyHost {
+                    inner: Endpoint::host("owned-src")?,
+                };
+                Route::new(Endpoint::new(source), Endpoint::host("host")?)
+            },
+            |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>),
+        )
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    assert!(report.summary.skipped > 0, "{}", report.to_table());
+    assert!(
+        report
+            .results
+            .iter()
+            .filter(|row| row.skip_reason.is_some())
+            .all(|row| row.layout.starts_with("view(")),
+        "{}",
+        report.to_table()
+    );
+    assert!(suite.check(&report, "copy", Rule::Values).is_pass());
+    // The fuzzer skips such cases too.
+    let mut fuzzer = suite.fuzzer();
+    for seed in 0_u8..64 {
+        fuzzer.run(&[seed; 48]).unwrap();
+    }
 }

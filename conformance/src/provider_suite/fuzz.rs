@@ -103,7 +103,8 @@ pub struct FuzzStats {
     pub inputs: u64,
     /// Cases judged.
     pub cases: u64,
-    /// Inputs whose route's device is not here (skipped, never a pass).
+    /// Inputs whose route's device is not here, and cases its source
+    /// cannot stage (skipped, never a pass).
     pub unavailable: u64,
 }
 
@@ -223,7 +224,16 @@ impl SuiteFuzzer {
         let jsons: Vec<String> = recipes.iter().map(Recipe::to_json).collect();
         for (call, recipe) in recipes.iter().enumerate() {
             let case = recipe.case().map_err(|error| setup(error.to_string()))?;
-            let outcome = rig.run(&case).map_err(|error| setup(error.to_string()))?;
+            let outcome = match rig.run(&case) {
+                Ok(outcome) => outcome,
+                // A case the route cannot run here (a layout its source
+                // does not stage): skipped, never a pass.
+                Err(HarnessError::Unavailable { .. }) => {
+                    self.stats.unavailable += 1;
+                    continue;
+                }
+                Err(error) => return Err(setup(error.to_string())),
+            };
             self.stats.cases += 1;
             let judgement: Judgement = match self.suite.capabilities.outside(&case) {
                 Some(why) => Oracle.judge_outside(&OutsideCase { case, why }, route, &outcome),

@@ -383,7 +383,7 @@ impl ProviderSuite {
                             Oracle.judge(&case, &route, &outcome),
                             Some(&honesty_unchecked),
                         ),
-                        (Err(error), _) => CaseResult::setup_failure(head, error.to_string()),
+                        (Err(error), _) => could_not_run(head, error),
                     }
                 }
                 Err(error) => CaseResult::setup_failure(
@@ -421,7 +421,7 @@ impl ProviderSuite {
                     Oracle.judge(&case, &route, &outcome),
                     Some(&honesty_unchecked),
                 ),
-                Err(error) => CaseResult::setup_failure(head, error.to_string()),
+                Err(error) => could_not_run(head, error),
             });
         }
         let run = RouteRun {
@@ -443,7 +443,7 @@ impl ProviderSuite {
                 Ok(outcome) => {
                     self.row(head, Oracle.judge_outside(outside, &route, &outcome), None)
                 }
-                Err(error) => CaseResult::setup_failure(head, error.to_string()),
+                Err(error) => could_not_run(head, error),
             });
         }
         rows
@@ -631,6 +631,16 @@ impl ProviderSuite {
             }
             RuleVerdict::Fail(text) => panic!("{text}"),
         }
+    }
+}
+
+/// The row of a case the rig could not run: a skip with the reason when
+/// the route cannot run it here (a layout the device does not stage, say),
+/// a failed setup otherwise.
+fn could_not_run(head: RowHead, error: HarnessError) -> CaseResult {
+    match error {
+        HarnessError::Unavailable { reason } => CaseResult::skipped(head, reason),
+        error => CaseResult::setup_failure(head, error.to_string()),
     }
 }
 
