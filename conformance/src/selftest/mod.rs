@@ -1,0 +1,17 @@
+//! The self-test: every deliberately broken provider on every route, dtype
+//! and fixed shape where its fault applies, the kill matrix of which rules
+//! caught it, and the reference providers, which must show no violation.
+
+//!
+//! [`catalogue`] and [`device_faults`] declare what must be caught; [`run`]
+//! exercises them and returns a [`SelfTestReport`].
+
+mod catalogue;
+mod report;
+mod run;
+
+pub use catalogue::{
+    BrokenSpec, DeviceFaultSpec, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue, device_faults,
+};
+pub use report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
+pub use run::{install, run};

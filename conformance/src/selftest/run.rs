@@ -1,0 +1,422 @@
+//! Running the self-test: every broken provider, fault plan, honesty case
+//! and reference provider on every route where it applies, tallied into the
+//! kill matrix.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_mock_devices::{FaultPlan, PRESET_DTYPES, SimDevice};
+use tenferro_runtime::TransferProvider;
+use tenferro_tensor::DType;
+use tenferro_transfer_harness::strategy::Capabilities;
+use tenferro_transfer_harness::{
+    CapabilityGate, Case, Endpoint, HostEndpoint, Judgement, Oracle, Route, Rule, Watchdog,
+};
+
+use super::catalogue::{SELFTEST_DEADLINE, always, catalogue, device_faults};
+use super::report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
+use crate::{BuiltinProvider, fixed_shapes};
+
+#[derive(Default)]
+struct Tally {
+    caught: BTreeSet<Rule>,
+    cases: usize,
+    missed: usize,
+    false_alarms: usize,
+    expected_errors: usize,
+    examples: Vec<String>,
+}
+
+impl Tally {
+    /// Count a case (or a whole route) that could not run as missed: the
+    /// self-test cannot claim a catch it never saw.
+    fn could_not_run(&mut self, example: String) {
+        self.cases += 1;
+        self.missed += 1;
+        if self.examples.len() < 3 {
+            self.examples.push(example);
+        }
+    }
+
+    fn record(&mut self, plan: &Exercise<'_>, judgement: &Judgement, context: &str) -> bool {
+        let check = CaseCheck::of(plan.expected, plan.expects_error, judgement);
+        self.cases += 1;
+        if !judgement.expected_errors.is_empty() {
+            self.expected_errors += 1;
+        } else if check.missing_error {
+            self.missed += 1;
+            if self.examples.len() < 3 {
+                self.examples.push(format!(
+                    "the provider did not pass the injected device failure on as a typed Err on {context}"
+                ));
+            }
+        }
+        self.caught.extend(judgement.rules());
+        if !check.missed.is_empty() {
+            self.missed += 1;
+            if self.examples.len() < 3 {
+                let names: Vec<&str> = check.missed.iter().map(|rule| rule.id()).collect();
+                self.examples
+                    .push(format!("missed {} on {context}", names.join(", ")));
+            }
+        }
+        if let Some(extra) = check.false_alarms.first() {
+            self.false_alarms += 1;
+            if self.examples.len() < 3 {
+                self.examples.push(format!(
+                    "false alarm {}: {} on {context}",
+                    extra.rule, extra.message
+                ));
+            }
+        }
+        judgement.rules().contains(&Rule::RuntimeAgreement)
+    }
+
+    fn row(self, name: String, expected: Vec<Rule>) -> ProviderRow {
+        ProviderRow {
+            name,
+            expected_rules: expected,
+            caught_rules: self.caught.into_iter().collect(),
+            cases: self.cases,
+            missed: self.missed,
+            false_alarms: self.false_alarms,
+            expected_errors: self.expected_errors,
+            examples: self.examples,
+        }
+    }
+}
+
+/// How one provider is exercised: the rules that must fire, the cases it
+/// applies to, the deadline, and the device fault plan of each case.
+struct Exercise<'a> {
+    expected: &'a [Rule],
+    applies: &'a dyn Fn(&Case, &Route) -> bool,
+    deadline: Duration,
+    plan: Option<&'a FaultPlan>,
+    expects_error: bool,
+}
+
+/// Whether the generic faults can rewrite `endpoint`'s memory: host or
+/// simulated memory, which [`Broken`] knows how to rebuild.
+fn generic_endpoint(endpoint: &Endpoint) -> bool {
+    endpoint.downcast::<SimDevice>().is_some() || endpoint.downcast::<HostEndpoint>().is_some()
+}
+
+/// Install `plan` on every simulated endpoint of `route` (an empty plan
+/// removes the faults).
+pub fn install(route: &Route, plan: &FaultPlan) {
+    for endpoint in [route.source(), route.destination()] {
+        if let Some(device) = endpoint.downcast::<SimDevice>() {
+            device.install_faults(plan.clone());
+        }
+    }
+}
+
+/// Run one provider on one route over every dtype and fixed shape (the
+/// large one excepted) that the exercise applies to.
+fn exercise(
+    route: &Route,
+    provider: Arc<dyn TransferProvider>,
+    plan: &Exercise<'_>,
+    tally: &mut Tally,
+    disagreements: &mut usize,
+) {
+    let mut rig = match Watchdog::new(route.clone(), provider, plan.deadline) {
+        Ok(rig) => rig,
+        Err(error) => {
+            tally.could_not_run(format!(
+                "route {} could not be built: {error}",
+                route.label()
+            ));
+            return;
+        }
+    };
+    for dtype in PRESET_DTYPES {
+        for shape in fixed_shapes(false) {
+            let Ok(case) = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) else {
+                continue;
+            };
+            if !(plan.applies)(&case, route) {
+                continue;
+            }
+            let context = format!("{} {dtype:?} {}", route.label(), shape.name);
+            if let Some(faults) = plan.plan {
+                install(route, faults);
+            }
+            let outcome = rig.run(&case);
+            if plan.plan.is_some() {
+                install(route, &FaultPlan::new());
+            }
+            match outcome {
+                Ok(outcome) => {
+                    if tally.record(plan, &Oracle.judge(&case, route, &outcome), &context) {
+                        *disagreements += 1;
+                    }
+                }
+                // A case outside the route's known limits (a view of CUDA
+                // memory) is not run, so it is neither caught nor missed.
+                Err(error) if error.is_skip() => {}
+                Err(error) => {
+                    tally.could_not_run(format!("could not run {context}: {error}"));
+                }
+            }
+        }
+    }
+}
+
+/// The capabilities the honesty rows declare: narrower than what the
+/// reference providers serve.
+fn narrow_capabilities() -> Capabilities {
+    Capabilities {
+        dtypes: vec![DType::F64],
+        views: false,
+        max_elements: 64,
+    }
+}
+
+/// A provider that declares [`narrow_capabilities`], built around a
+/// reference provider, and the rules its out-of-capability cases must fire.
+struct HonestySpec {
+    name: &'static str,
+    wrap: fn(Arc<dyn TransferProvider>) -> Arc<dyn TransferProvider>,
+    expected: Vec<Rule>,
+}
+
+/// The honesty rows: a provider that serves more than it declares, one that
+/// returns wrong data outside, one that panics outside, and one that
+/// refuses outside with a typed `Err` (which must pass).
+fn honesty_specs() -> Vec<HonestySpec> {
+    vec![
+        HonestySpec {
+            name: "serves-undeclared",
+            wrap: |inner| inner,
+            expected: vec![Rule::CapabilityHonesty],
+        },
+        HonestySpec {
+            name: "wrong-data-outside",
+            wrap: |inner| Arc::new(Broken::new(inner, vec![Fault::OneUlp])),
+            expected: vec![Rule::CapabilityHonesty],
+        },
+        HonestySpec {
+            name: "panics-outside",
+            wrap: |inner| Arc::new(Broken::new(inner, vec![Fault::Panic])),
+            expected: vec![Rule::NoPanic, Rule::CapabilityHonesty],
+        },
+        HonestySpec {
+            name: "gated",
+            wrap: |inner| Arc::new(CapabilityGate::new(inner, narrow_capabilities())),
+            expected: Vec::new(),
+        },
+    ]
+}
+
+/// Run `provider` on the cases just outside [`narrow_capabilities`].
+fn exercise_outside(
+    route: &Route,
+    provider: Arc<dyn TransferProvider>,
+    expected: &[Rule],
+    tally: &mut Tally,
+    disagreements: &mut usize,
+) {
+    let plan = Exercise {
+        expected,
+        applies: &always,
+        deadline: SELFTEST_DEADLINE,
+        plan: None,
+        expects_error: false,
+    };
+    let (mut rig, outside) = match (
+        Watchdog::new(route.clone(), provider, plan.deadline),
+        narrow_capabilities().outside_cases(),
+    ) {
+        (Ok(rig), Ok(outside)) => (rig, outside),
+        (Err(error), _) => {
+            tally.could_not_run(format!(
+                "route {} could not be built: {error}",
+                route.label()
+            ));
+            return;
+        }
+        (_, Err(error)) => {
+            tally.could_not_run(format!("no outside cases: {error}"));
+            return;
+        }
+    };
+    for outside in &outside {
+        let context = format!(
+            "{} {:?} {:?} ({})",
+            route.label(),
+            outside.case.dtype(),
+            outside.case.shape(),
+            outside.why
+        );
+        match rig.run(&outside.case) {
+            Ok(outcome) => {
+                let judgement = Oracle.judge_outside(outside, route, &outcome);
+                if tally.record(&plan, &judgement, &context) {
+                    *disagreements += 1;
+                }
+            }
+            Err(error) => {
+                tally.could_not_run(format!("could not run {context}: {error}"));
+            }
+        }
+    }
+}
+
+/// Run the self-test on the routes of `providers`.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::{builtin_provider, selftest};
+///
+/// let report = selftest::run(&[*builtin_provider("sim-peer").unwrap()]);
+/// assert!(report.passed(), "{}", report.to_table());
+/// ```
+pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
+    let mut disagreements = 0;
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    let mut routes: Vec<(BuiltinProvider, Route)> = Vec::new();
+    for provider in providers {
+        match provider.route() {
+            Ok(route) => routes.push((*provider, route)),
+            Err(error) if error.is_skip() => skipped.push(SkippedProvider {
+                name: provider.name.to_owned(),
+                reason: error.to_string(),
+            }),
+            // A route that cannot be built (CUDA required but absent, a
+            // device that fails to open) is a failing row with no cases.
+            Err(error) => rows.push(
+                Tally {
+                    examples: vec![format!("route could not be built: {error}")],
+                    ..Tally::default()
+                }
+                .row(format!("reference:{}", provider.name), Vec::new()),
+            ),
+        }
+    }
+    // The generic faults rewrite simulated or host memory; a CUDA route
+    // meets its own broken providers (`native_broken`) instead.
+    let generic: Vec<&(BuiltinProvider, Route)> = routes
+        .iter()
+        .filter(|(_, route)| {
+            generic_endpoint(route.source()) && generic_endpoint(route.destination())
+        })
+        .collect();
+    // Without a route to break, a catalogue row would only say "never
+    // applied"; the skip list says why instead.
+    let catalogue = if generic.is_empty() {
+        Vec::new()
+    } else {
+        catalogue()
+    };
+    let device_faults = if generic.is_empty() {
+        Vec::new()
+    } else {
+        device_faults()
+    };
+    for spec in catalogue {
+        let mut tally = Tally::default();
+        for (provider, route) in generic.iter().copied() {
+            let Ok(inner) = provider.provider(route) else {
+                continue;
+            };
+            let broken = Arc::new(Broken::new(inner, spec.faults.clone()));
+            let plan = Exercise {
+                expected: &spec.expected,
+                applies: &|case, route| spec.applies(case, route),
+                deadline: spec.deadline,
+                plan: None,
+                expects_error: false,
+            };
+            exercise(route, broken, &plan, &mut tally, &mut disagreements);
+        }
+        rows.push(tally.row(spec.name(), spec.expected.clone()));
+    }
+    for spec in device_faults {
+        let mut tally = Tally::default();
+        for (provider, route) in generic.iter().copied() {
+            let Ok(inner) = provider.provider(route) else {
+                continue;
+            };
+            let plan = Exercise {
+                expected: &spec.expected,
+                applies: &|case, route| spec.applies(case, route),
+                deadline: spec.deadline,
+                plan: Some(&spec.plan),
+                expects_error: spec.expects_error,
+            };
+            exercise(route, inner, &plan, &mut tally, &mut disagreements);
+        }
+        rows.push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
+    }
+    // As above: with every route skipped, honesty rows would only say
+    // "0 cases".
+    let honesty = if routes.is_empty() {
+        Vec::new()
+    } else {
+        honesty_specs()
+    };
+    for spec in honesty {
+        let mut tally = Tally::default();
+        for (provider, route) in &routes {
+            let Ok(inner) = provider.provider(route) else {
+                continue;
+            };
+            exercise_outside(
+                route,
+                (spec.wrap)(inner),
+                &spec.expected,
+                &mut tally,
+                &mut disagreements,
+            );
+        }
+        rows.push(tally.row(format!("honesty:{}", spec.name), spec.expected.clone()));
+    }
+    for (provider, route) in &routes {
+        for native in provider.native_broken(route) {
+            let mut tally = Tally::default();
+            let plan = Exercise {
+                expected: &native.expected,
+                applies: &always,
+                deadline: SELFTEST_DEADLINE,
+                plan: None,
+                expects_error: false,
+            };
+            exercise(
+                route,
+                native.provider,
+                &plan,
+                &mut tally,
+                &mut disagreements,
+            );
+            rows.push(tally.row(native.name.to_owned(), native.expected.clone()));
+        }
+    }
+    for (provider, route) in &routes {
+        let mut tally = Tally::default();
+        match provider.provider(route) {
+            Ok(inner) => {
+                let plan = Exercise {
+                    expected: &[],
+                    applies: &always,
+                    deadline: SELFTEST_DEADLINE,
+                    plan: None,
+                    expects_error: false,
+                };
+                exercise(route, inner, &plan, &mut tally, &mut disagreements)
+            }
+            Err(error) => tally.examples.push(error.to_string()),
+        }
+        rows.push(tally.row(format!("reference:{}", provider.name), Vec::new()));
+    }
+    SelfTestReport {
+        providers: rows,
+        disagreements,
+        skipped,
+    }
+}
