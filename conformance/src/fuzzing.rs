@@ -2,6 +2,8 @@
 //! thin `fuzz_target!` wrappers around [`ContractFuzzer::run`] and
 //! [`HostFuzzer::run`], so a crash input replays under `cargo test` (see
 //! `conformance/tests/fuzz_regressions.rs`) exactly as under libFuzzer.
+//! (Past 600 lines: the two fuzzers share their decoding, rig cache and
+//! failure type; a vendor's fuzzing is `ProviderSuite::fuzzer`, elsewhere.)
 //!
 //! Inputs decode (through `arbitrary`) into the vocabulary the rest of the
 //! suite uses: a [`Recipe`] as the proptest strategies draw it, [`Fault`]s

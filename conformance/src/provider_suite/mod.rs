@@ -3,6 +3,10 @@
 //! the run that judges it on the fixed cases and size classes, the
 //! generated cases, concurrent and repeated calls, and the cases just
 //! outside its capabilities.
+//!
+//! Past 600 lines because the builder and `run_route` read together (every
+//! declaration is consumed there); the generated row, the pressure rows,
+//! the verdicts, the shared run and the fuzzer have files of their own.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
