@@ -11,7 +11,7 @@ use std::process::Command;
 
 use tenferro_mock_devices::providers::Fault;
 use tenferro_transfer_conformance::generated::{
-    GeneratedOptions, INJECT_ENV, PROVIDER_ENV, REPLAY_ENV, replay, run_generated,
+    GeneratedFailure, GeneratedOptions, INJECT_ENV, PROVIDER_ENV, REPLAY_ENV, replay, run_generated,
 };
 use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
 use tenferro_transfer_conformance::harness::{Layout, Rule};
@@ -129,15 +129,22 @@ fn a_fault_above_4096_elements_is_found_and_shrunk() {
     assert!((4097..=4200).contains(&count), "{minimal:?}");
 }
 
-#[test]
-fn a_failing_case_prints_a_replay_command_that_reproduces_it() {
-    let provider = builtin_provider("sim-peer").unwrap();
+/// The generated run's failure of sim-peer with a one-ULP fault, seed 3.
+fn sim_peer_one_ulp_failure() -> GeneratedFailure {
     let options = GeneratedOptions {
         seed: Some(3),
         inject: vec![Fault::OneUlp],
         ..GeneratedOptions::new(Profile::Quick)
     };
-    let failure = run_generated(provider, &options).unwrap().failure.unwrap();
+    run_generated(builtin_provider("sim-peer").unwrap(), &options)
+        .unwrap()
+        .failure
+        .unwrap()
+}
+
+#[test]
+fn a_failing_case_prints_a_replay_command_that_reproduces_it() {
+    let failure = sim_peer_one_ulp_failure();
     assert!(
         failure
             .replay_command
@@ -216,13 +223,7 @@ fn run_replay_test(env: &[(String, String)]) -> std::process::Output {
 
 #[test]
 fn the_cargo_test_replay_of_a_failure_under_a_fault_reproduces_it() {
-    let provider = builtin_provider("sim-peer").unwrap();
-    let options = GeneratedOptions {
-        seed: Some(3),
-        inject: vec![Fault::OneUlp],
-        ..GeneratedOptions::new(Profile::Quick)
-    };
-    let failure = run_generated(provider, &options).unwrap().failure.unwrap();
+    let failure = sim_peer_one_ulp_failure();
     let (env, command) = parse_env_command(&failure.replay_env);
     assert_eq!(
         command, "cargo test --test generated",

@@ -286,6 +286,29 @@ pub fn declared_ingress(
 ///
 /// `upload`'s error, or [`HarnessError::Stage`] when tenferro rejects the
 /// tensor or view.
+///
+/// # Examples
+///
+/// A device whose memory is host memory: the upload is the identity, and a
+/// view case arrives as a strided view of its backing tensor.
+///
+/// ```
+/// use tenferro_transfer_harness::{Case, Layout, ViewAxis, ViewSpec, stage_via_host};
+/// use tenferro_tensor::{DType, TensorRead};
+///
+/// let spec = ViewSpec {
+///     backing_shape: vec![5],
+///     axes: vec![ViewAxis { first: 4, step: -2, len: 2 }],
+///     permutation: vec![],
+/// };
+/// let case = Case::patterned(DType::F64, vec![2], Layout::View(spec)).unwrap();
+/// let mut seen = None;
+/// stage_via_host(&case, Ok, &mut |input: TensorRead<'_>| {
+///     seen = Some((input.shape().to_vec(), matches!(input, TensorRead::View(_))));
+/// })
+/// .unwrap();
+/// assert_eq!(seen, Some((vec![2], true)));
+/// ```
 pub fn stage_via_host(
     case: &Case,
     upload: impl FnOnce(Tensor) -> Result<Tensor, HarnessError>,
