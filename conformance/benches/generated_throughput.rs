@@ -43,10 +43,7 @@ fn generated(
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
     let strategy = recipe(
         Profile::Default,
-        &Capabilities {
-            max_elements: MAX_ELEMENTS,
-            ..Capabilities::all()
-        },
+        &Capabilities::all().max_elements(MAX_ELEMENTS),
     );
     let start = Instant::now();
     runner

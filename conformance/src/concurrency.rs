@@ -338,10 +338,7 @@ pub(crate) fn drive(
 ) -> Result<Pressure, HarnessError> {
     let threads = options.threads.max(1);
     // Views only where the source can stage them.
-    let capabilities = &Capabilities {
-        views: capabilities.views && route.source().stages_views(),
-        ..capabilities.clone()
-    };
+    let capabilities = &crate::generated::staged_views(capabilities, route);
     let plans: Vec<Vec<Recipe>> = (0..threads)
         .map(|thread| thread_cases(profile, capabilities, options, thread))
         .collect::<Result<_, _>>()?;

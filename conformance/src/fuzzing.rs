@@ -496,12 +496,13 @@ impl HostFuzzer {
     /// ```
     pub fn run(&mut self, data: &[u8]) -> Result<(), FuzzFailure> {
         let mut u = Unstructured::new(data);
-        let recipe = Recipe::arbitrary(&mut u).unwrap_or_else(|_| Recipe {
-            dtype: "F32".to_owned(),
-            shape: Vec::new(),
-            layout: tenferro_transfer_harness::Layout::Owned,
-            seed: 0,
-            specials: 0,
+        let recipe = Recipe::arbitrary(&mut u).unwrap_or_else(|_| {
+            Recipe::fixed(
+                tenferro_tensor::DType::F32,
+                Vec::new(),
+                tenferro_transfer_harness::Layout::Owned,
+                tenferro_transfer_harness::strategy::ValueSource::Seeded,
+            )
         });
         let invalid = |source| FuzzFailure::InvalidRecipe {
             recipe: recipe.to_json(),

@@ -11,7 +11,7 @@ use proptest::test_runner::{
 use serde::Serialize;
 use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
+use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ViewKinds, recipe};
 use tenferro_transfer_harness::{
     DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Unchecked, Watchdog,
 };
@@ -42,9 +42,11 @@ pub struct GeneratedOptions {
     pub seed: Option<u64>,
     /// Faults to inject into the provider.
     pub inject: Vec<Fault>,
-    /// Where proptest keeps failing seeds, relative to the working directory
-    /// (under `cargo test`, the calling crate); `None` keeps none.
-    pub regressions: Option<&'static str>,
+    /// The file where proptest keeps the seeds of failing cases and from
+    /// which it replays them first next time (a relative path is taken
+    /// from the working directory: under `cargo test`, the calling
+    /// crate); `None` keeps none.
+    pub regressions: Option<std::path::PathBuf>,
     /// The per-case deadline.
     pub deadline: Duration,
 }
@@ -158,6 +160,22 @@ impl GeneratedReport {
         }
         out
     }
+}
+
+/// `path` as the `&'static str` proptest's file persistence takes: each
+/// distinct path is leaked once per process (a few bytes per route), never
+/// once per run.
+fn static_path(path: &std::path::Path) -> &'static str {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    static PATHS: OnceLock<Mutex<BTreeMap<std::path::PathBuf, &'static str>>> = OnceLock::new();
+    let mut paths = PATHS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    paths
+        .entry(path.to_path_buf())
+        .or_insert_with(|| Box::leak(path.to_string_lossy().into_owned().into_boxed_str()))
 }
 
 pub(crate) fn seed_rng(seed: u64) -> TestRng {
@@ -330,8 +348,8 @@ pub(crate) fn generate(
     let seed = options.seed.unwrap_or_else(drawn_seed);
     let config = Config {
         cases: options.profile.cases(),
-        failure_persistence: options.regressions.map(|path| {
-            Box::new(FileFailurePersistence::Direct(path))
+        failure_persistence: options.regressions.as_deref().map(|path| {
+            Box::new(FileFailurePersistence::Direct(static_path(path)))
                 as Box<dyn proptest::test_runner::FailurePersistence>
         }),
         max_shrink_iters: 4096,
@@ -340,10 +358,7 @@ pub(crate) fn generate(
     let mut runner = TestRunner::new_with_rng(config, seed_rng(seed));
     // Views only where the source can stage them (CUDA memory, say,
     // cannot be carved into views by tenferro-gpu 0.9).
-    let capabilities = Capabilities {
-        views: capabilities.views && route.source().stages_views(),
-        ..capabilities.clone()
-    };
+    let capabilities = staged_views(capabilities, route);
     let strategy = recipe(options.profile, &capabilities);
     let cases = std::cell::Cell::new(0_u64);
     let unchecked: RefCell<Option<Vec<Unchecked>>> = RefCell::new(None);
@@ -396,13 +411,12 @@ pub(crate) fn generate(
             }
         }
         Err(TestError::Abort(reason)) => FailedCase::new(
-            Recipe {
-                dtype: "F32".into(),
-                shape: vec![],
-                layout: tenferro_transfer_harness::Layout::Owned,
-                seed: 0,
-                specials: 0,
-            },
+            Recipe::fixed(
+                tenferro_tensor::DType::F32,
+                vec![],
+                tenferro_transfer_harness::Layout::Owned,
+                tenferro_transfer_harness::strategy::ValueSource::Seeded,
+            ),
             Judged::setup(format!("proptest aborted: {reason}")),
         )
         .map(Found::Reproduced),
@@ -414,6 +428,17 @@ pub(crate) fn generate(
         failure,
         unchecked: unchecked.take().unwrap_or_default(),
     })
+}
+
+/// `capabilities` without views where the route's source cannot stage
+/// them (CUDA memory, say, cannot be carved into views by tenferro-gpu
+/// 0.9): what the generated and the concurrent cases are drawn from.
+pub(crate) fn staged_views(capabilities: &Capabilities, route: &Route) -> Capabilities {
+    if route.source().stages_views() {
+        capabilities.clone()
+    } else {
+        capabilities.clone().views(ViewKinds::NONE)
+    }
 }
 
 /// Run the generated suite against one built-in provider.
@@ -439,10 +464,7 @@ pub fn run_generated(
 ) -> Result<GeneratedReport, HarnessError> {
     let route = provider.route()?;
     // Views of CUDA memory are a known limit of tenferro-gpu's download.
-    let capabilities = Capabilities {
-        views: route.source().stages_views(),
-        ..Capabilities::all()
-    };
+    let capabilities = staged_views(&Capabilities::all(), &route);
     let generation = generate(
         &route,
         provider_for(provider, &route, &options.inject)?,

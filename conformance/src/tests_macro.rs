@@ -85,7 +85,12 @@ macro_rules! __conformance_tests {
                 ::std::sync::OnceLock::new();
             RUN.get_or_init(|| {
                 let suite: $crate::ProviderSuite =
-                    $suite().invoked_from(env!("CARGO_PKG_NAME"), module_path!());
+                    $suite()
+                        .invoked_from(env!("CARGO_PKG_NAME"), module_path!())
+                        .default_regressions_dir(concat!(
+                            env!("CARGO_MANIFEST_DIR"),
+                            "/proptest-regressions"
+                        ));
                 // Once per binary under nextest too (one process per test).
                 let report = suite.shared_run();
                 (suite, report)

@@ -377,7 +377,15 @@ fn the_guide_says_when_the_large_and_the_oversize_cases_exist() {
         "declared maximum is below {} elements",
         thousands(tenferro_transfer_conformance::harness::MAX_EXCEEDED_ELEMENTS)
     );
-    for text in [large, oversize] {
+    let rank = format!(
+        "declared maximum is below rank {}",
+        tenferro_transfer_conformance::harness::MAX_EXCEEDED_RANK
+    );
+    let bytes = format!(
+        "declared maximum is below {} bytes",
+        thousands(tenferro_transfer_conformance::harness::MAX_EXCEEDED_BYTES)
+    );
+    for text in [large, oversize, rank, bytes] {
         assert!(guide.contains(&text), "docs/guide.md does not say: {text}");
     }
 }

@@ -73,10 +73,7 @@ fn no_broken_provider_of_the_self_test_fails_the_summary_without_failing_a_rule_
             })
             // Small cases: the invariant does not depend on size, and a
             // hanging provider costs one deadline a case.
-            .capabilities(Capabilities {
-                max_elements: 4096,
-                ..Capabilities::all()
-            })
+            .capabilities(Capabilities::all().max_elements(4096))
             .deadline(spec.deadline)
             .seed(3);
         let report = suite.run();
@@ -103,10 +100,7 @@ fn a_reference_provider_keeps_the_invariant_with_nothing_failed() {
 
 #[test]
 fn a_row_marked_failed_without_a_violation_fails_every_rule_test() {
-    let small = Capabilities {
-        max_elements: 16,
-        ..Capabilities::all()
-    };
+    let small = Capabilities::all().max_elements(16);
     let gate = small.clone();
     let suite = ProviderSuite::new("gated", Level::V1)
         .route("upload", Route::host_to_sim, move |route| {

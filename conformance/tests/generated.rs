@@ -56,7 +56,7 @@ fn every_reference_provider_passes_the_generated_suite() {
         return;
     }
     let options = GeneratedOptions {
-        regressions: Some("proptest-regressions/generated.txt"),
+        regressions: Some("proptest-regressions/generated.txt".into()),
         ..GeneratedOptions::new(Profile::from_env().unwrap())
     }
     .with_env_seed()

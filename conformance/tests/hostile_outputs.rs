@@ -108,11 +108,11 @@ fn suite(misbehaviour: Misbehaviour) -> ProviderSuite {
         .route("host", Route::host_to_host, move |_| {
             Ok(Arc::new(VendorProvider { misbehaviour }) as Arc<dyn TransferProvider>)
         })
-        .capabilities(Capabilities {
-            dtypes: vec![DType::F64],
-            views: true,
-            max_elements: MAX_ELEMENTS,
-        })
+        .capabilities(
+            Capabilities::all()
+                .dtypes([DType::F64])
+                .max_elements(MAX_ELEMENTS),
+        )
         .profile(Profile::Quick)
         .seed(24)
 }

@@ -138,11 +138,11 @@ fn suite<S: Staging>(name: &str, staging: impl Fn() -> S + Send + Sync + 'static
                 staging: staging(),
             }) as Arc<dyn TransferProvider>)
         })
-        .capabilities(Capabilities {
-            dtypes: vec![DType::F32, DType::F64, DType::C32, DType::C64],
-            views: true,
-            max_elements: MAX_ELEMENTS,
-        })
+        .capabilities(
+            Capabilities::all()
+                .dtypes([DType::F32, DType::F64, DType::C32, DType::C64])
+                .max_elements(MAX_ELEMENTS),
+        )
         .seed(7)
 }
 

@@ -23,11 +23,10 @@ fn broken_upload(
 }
 
 fn narrow() -> Capabilities {
-    Capabilities {
-        dtypes: vec![DType::F32, DType::I64],
-        views: false,
-        max_elements: 32,
-    }
+    Capabilities::all()
+        .dtypes([DType::F32, DType::I64])
+        .views(ViewKinds::NONE)
+        .max_elements(32)
 }
 
 fn verdicts(suite: &ProviderSuite, report: &Report, route: &str) -> Vec<(Rule, &'static str)> {
@@ -129,11 +128,11 @@ fn wrong_data_outside_the_capabilities_is_named_in_the_honesty_violation() {
             Route::host_to_sim,
             broken_upload(vec![Fault::OneUlp]),
         )
-        .capabilities(Capabilities {
-            dtypes: vec![DType::F32],
-            views: true,
-            max_elements: 1 << 20,
-        })
+        .capabilities(
+            Capabilities::all()
+                .dtypes([DType::F32])
+                .max_elements(1 << 20),
+        )
         .seed(2);
     let report = suite.run();
     let RuleVerdict::Fail(text) = suite.check(&report, "upload", Rule::CapabilityHonesty) else {

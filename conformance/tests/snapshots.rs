@@ -149,13 +149,12 @@ fn oracle_reports_of_every_device_fault_plan() {
 #[test]
 fn oracle_reports_of_capability_honesty() {
     use tenferro_transfer_conformance::harness::CapabilityGate;
-    use tenferro_transfer_conformance::harness::strategy::Capabilities;
+    use tenferro_transfer_conformance::harness::strategy::{Capabilities, ViewKinds};
 
-    let declared = Capabilities {
-        dtypes: vec![DType::F64],
-        views: false,
-        max_elements: 64,
-    };
+    let declared = Capabilities::all()
+        .dtypes([DType::F64])
+        .views(ViewKinds::NONE)
+        .max_elements(64);
     let outside = declared.outside_cases().unwrap();
     let builtin = builtin_provider("sim-upload").unwrap();
     for (name, faults, gated, expected) in [

@@ -85,7 +85,7 @@ impl<'a> Arbitrary<'a> for Recipe {
             permuted,
             keys,
         }
-        .assemble(true))
+        .assemble(&crate::strategy::Capabilities::all()))
     }
 }
 

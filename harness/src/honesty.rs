@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use tenferro_mock_devices::PRESET_DTYPES;
+use tenferro_mock_devices::{PRESET_DTYPES, element_width};
 use tenferro_runtime::{TransferProvider, TransferRequest};
-use tenferro_tensor::{Error, Tensor, TensorRead};
+use tenferro_tensor::{DType, Error, Tensor, TensorRead};
 
 use crate::oracle::OUTPUT_RULES;
-use crate::strategy::Capabilities;
+use crate::strategy::{Capabilities, Exceeded, Recipe, ValueSource, ViewKind};
 use crate::{Case, HarnessError, Judgement, Layout, Oracle, Outcome, ProviderResult, Route, Rule};
 use crate::{ViewAxis, ViewSpec};
 
@@ -17,57 +17,65 @@ use crate::{ViewAxis, ViewSpec};
 /// more than a larger maximum would cost more memory than it proves.
 pub const MAX_EXCEEDED_ELEMENTS: usize = 1 << 22;
 
+/// The largest declared byte size the suite exceeds on purpose.
+pub const MAX_EXCEEDED_BYTES: usize = 1 << 26;
+
+/// The largest declared maximum rank the suite exceeds on purpose.
+pub const MAX_EXCEEDED_RANK: usize = 16;
+
 /// A case outside the declared capabilities, and which capability it
-/// exceeds, in words.
+/// exceeds.
 #[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
 pub struct OutsideCase {
     /// The case.
     pub case: Case,
-    /// Which declared capability it falls outside of.
+    /// Which declared capability it falls outside of, in words.
     pub why: String,
+    /// Every declared limit it exceeds (never empty).
+    pub exceeded: Vec<Exceeded>,
+    /// The recipe that rebuilds the case, for a replay line.
+    pub recipe: Recipe,
+}
+
+impl OutsideCase {
+    /// The case of `recipe` when it falls outside `capabilities`, `None`
+    /// inside.
+    ///
+    /// # Errors
+    ///
+    /// As [`Recipe::case`].
+    pub fn of(recipe: Recipe, capabilities: &Capabilities) -> Result<Option<Self>, HarnessError> {
+        let case = recipe.case()?;
+        let exceeded = capabilities.exceeded(&case);
+        if exceeded.is_empty() {
+            return Ok(None);
+        }
+        let why = exceeded
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        Ok(Some(Self {
+            case,
+            why,
+            exceeded,
+            recipe,
+        }))
+    }
 }
 
 impl Capabilities {
-    /// Whether `case` lies inside these capabilities.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use tenferro_tensor::DType;
-    /// use tenferro_transfer_harness::Case;
-    /// use tenferro_transfer_harness::strategy::Capabilities;
-    ///
-    /// let f32_only = Capabilities { dtypes: vec![DType::F32], views: false, max_elements: 16 };
-    /// assert!(f32_only.admits(&Case::from_values(vec![2], vec![1.0_f32, 2.0]).unwrap()));
-    /// assert!(!f32_only.admits(&Case::from_values(vec![2], vec![1.0_f64, 2.0]).unwrap()));
-    /// ```
-    pub fn admits(&self, case: &Case) -> bool {
-        self.outside(case).is_none()
-    }
-
-    /// Which capability `case` falls outside of, or `None` inside.
-    pub fn outside(&self, case: &Case) -> Option<String> {
-        if !self.dtypes.contains(&case.dtype()) {
-            return Some(format!("dtype {:?} is not declared", case.dtype()));
-        }
-        if !self.views && matches!(case.layout(), Layout::View(_)) {
-            return Some("strided views are not declared".to_owned());
-        }
-        if case.len() > self.max_elements {
-            return Some(format!(
-                "{} elements exceed the declared maximum of {}",
-                case.len(),
-                self.max_elements
-            ));
-        }
-        None
-    }
-
-    /// Cases just outside these capabilities: each undeclared preset dtype,
-    /// a strided view when views are not declared, and one element more than
-    /// the declared maximum (when that maximum is at most
-    /// [`MAX_EXCEEDED_ELEMENTS`]). Empty when the declaration covers every
-    /// case the suite can draw.
+    /// Cases just outside these capabilities, each exceeding exactly one
+    /// declared limit: each undeclared preset dtype; a strided view when
+    /// views are not declared, else a view of each undeclared
+    /// [`ViewKind`]; one rank more than the declared maximum (up to
+    /// [`MAX_EXCEEDED_RANK`]); one element more than the declared maximum
+    /// (up to [`MAX_EXCEEDED_ELEMENTS`]); and one element more than fits
+    /// the declared byte size (up to [`MAX_EXCEEDED_BYTES`]). A limit no
+    /// case can exceed alone (elements beyond the byte size, say) gets
+    /// none. Empty when the declaration covers every case the suite can
+    /// draw.
     ///
     /// # Errors
     ///
@@ -77,52 +85,177 @@ impl Capabilities {
     ///
     /// ```
     /// use tenferro_tensor::DType;
-    /// use tenferro_transfer_harness::strategy::Capabilities;
+    /// use tenferro_transfer_harness::strategy::{Capabilities, ViewKind, ViewKinds};
     ///
     /// assert!(Capabilities::all().outside_cases().unwrap().is_empty());
-    /// let narrow = Capabilities { dtypes: vec![DType::F64], views: false, max_elements: 8 };
+    /// let narrow = Capabilities::all().dtypes([DType::F64]).views(ViewKinds::NONE).max_elements(8);
     /// // Six undeclared dtypes, one view, one oversized case.
     /// assert_eq!(narrow.outside_cases().unwrap().len(), 8);
+    /// // Views with offsets only: one view of each of the three other kinds.
+    /// let offsets = Capabilities::all().views([ViewKind::Offset]).max_rank(3).max_bytes(1024);
+    /// let whys: Vec<String> = offsets.outside_cases().unwrap().into_iter().map(|case| case.why).collect();
+    /// assert_eq!(whys, [
+    ///     "views with negative steps are not declared",
+    ///     "views with permuted axes are not declared",
+    ///     "views with gaps between elements are not declared",
+    ///     "rank 4 exceeds the declared maximum of 3",
+    ///     "1040 bytes exceed the declared maximum of 1024",
+    /// ]);
     /// ```
     pub fn outside_cases(&self) -> Result<Vec<OutsideCase>, HarnessError> {
-        let mut cases = Vec::new();
-        let declared = self.dtypes.first().copied();
+        let patterned = |dtype: DType, shape: Vec<usize>, layout: Layout| {
+            Recipe::fixed(dtype, shape, layout, ValueSource::Patterned)
+        };
+        let mut by_width: Vec<DType> = self.dtypes.clone();
+        by_width.sort_by_key(|dtype| element_width(*dtype).unwrap_or(usize::MAX));
+        // (what the case must exceed alone, the candidates in order)
+        let mut wanted: Vec<(Exceeded, Vec<Recipe>)> = Vec::new();
         for dtype in PRESET_DTYPES {
             if !self.dtypes.contains(&dtype) {
-                let shape = if self.max_elements >= 6 {
-                    vec![3, 2]
-                } else {
-                    vec![1]
+                let shapes = [vec![3, 2], vec![1], vec![]];
+                wanted.push((
+                    Exceeded::DType(dtype),
+                    shapes
+                        .into_iter()
+                        .map(|shape| patterned(dtype, shape, Layout::Owned))
+                        .collect(),
+                ));
+            }
+        }
+        let views: Vec<(Exceeded, Layout)> = if self.views.is_empty() {
+            vec![(Exceeded::Views, reversed_every_other())]
+        } else {
+            ViewKind::ALL
+                .into_iter()
+                .filter(|kind| !self.views.contains(*kind))
+                .map(|kind| (Exceeded::ViewKind(kind), view_of_kind(kind)))
+                .collect()
+        };
+        for (exceeded, layout) in views {
+            let shape = match &layout {
+                Layout::View(spec) => spec.shape(),
+                Layout::Owned => Vec::new(),
+            };
+            wanted.push((
+                exceeded,
+                by_width
+                    .iter()
+                    .map(|dtype| patterned(*dtype, shape.clone(), layout.clone()))
+                    .collect(),
+            ));
+        }
+        if self.max_rank < MAX_EXCEEDED_RANK {
+            let rank = self.max_rank + 1;
+            wanted.push((
+                Exceeded::Rank {
+                    rank,
+                    max: self.max_rank,
+                },
+                by_width
+                    .iter()
+                    .map(|dtype| patterned(*dtype, vec![1; rank], Layout::Owned))
+                    .collect(),
+            ));
+        }
+        if self.max_elements < MAX_EXCEEDED_ELEMENTS {
+            let count = self.max_elements + 1;
+            wanted.push((
+                Exceeded::Elements {
+                    count,
+                    max: self.max_elements,
+                },
+                by_width
+                    .iter()
+                    .map(|dtype| patterned(*dtype, vec![count], Layout::Owned))
+                    .collect(),
+            ));
+        }
+        if self.max_bytes < MAX_EXCEEDED_BYTES {
+            for dtype in by_width.iter().rev() {
+                let Some(width) = element_width(*dtype) else {
+                    continue;
                 };
-                cases.push(Case::patterned(dtype, shape, Layout::Owned)?);
+                let count = self.max_bytes / width + 1;
+                wanted.push((
+                    Exceeded::Bytes {
+                        bytes: count * width,
+                        max: self.max_bytes,
+                    },
+                    vec![patterned(*dtype, vec![count], Layout::Owned)],
+                ));
             }
         }
-        if let Some(dtype) = declared {
-            if !self.views && self.max_elements >= 2 {
-                let view = Layout::View(ViewSpec {
-                    backing_shape: vec![5],
-                    axes: vec![ViewAxis {
-                        first: 3,
-                        step: -2,
-                        len: 2,
-                    }],
-                    permutation: vec![],
-                });
-                cases.push(Case::patterned(dtype, vec![2], view)?);
+        let mut cases: Vec<OutsideCase> = Vec::new();
+        let mut bytes_found = false;
+        for (exceeded, candidates) in wanted {
+            if matches!(exceeded, Exceeded::Bytes { .. }) && bytes_found {
+                continue;
             }
-            if self.max_elements < MAX_EXCEEDED_ELEMENTS {
-                cases.push(Case::patterned(
-                    dtype,
-                    vec![self.max_elements + 1],
-                    Layout::Owned,
-                )?);
+            for recipe in candidates {
+                let shape_fits =
+                    recipe.shape.iter().product::<usize>() <= MAX_EXCEEDED_ELEMENTS + 1;
+                if !shape_fits {
+                    continue;
+                }
+                match OutsideCase::of(recipe, self)? {
+                    Some(outside)
+                        if outside.exceeded.len() == 1
+                            && same_limit(&outside.exceeded[0], &exceeded) =>
+                    {
+                        bytes_found |= matches!(exceeded, Exceeded::Bytes { .. });
+                        cases.push(outside);
+                        break;
+                    }
+                    _ => {}
+                }
             }
         }
-        Ok(cases
-            .into_iter()
-            .filter_map(|case| self.outside(&case).map(|why| OutsideCase { case, why }))
-            .collect())
+        Ok(cases)
     }
+}
+
+/// Whether `a` and `b` are the same declared limit (the counts of a byte
+/// limit differ with the dtype).
+fn same_limit(a: &Exceeded, b: &Exceeded) -> bool {
+    match (a, b) {
+        (Exceeded::Bytes { max: x, .. }, Exceeded::Bytes { max: y, .. }) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Elements 3 and 1 of five, backwards: an offset, a negative step and a
+/// gap; the view a provider that declares no views must refuse.
+fn reversed_every_other() -> Layout {
+    Layout::View(ViewSpec {
+        backing_shape: vec![5],
+        axes: vec![ViewAxis {
+            first: 3,
+            step: -2,
+            len: 2,
+        }],
+        permutation: vec![],
+    })
+}
+
+/// A small view that has `kind` and no other kind.
+fn view_of_kind(kind: ViewKind) -> Layout {
+    let axis = |first, step, len| ViewAxis { first, step, len };
+    let (backing_shape, axes, permutation) = match kind {
+        // Elements 1 and 2 of four.
+        ViewKind::Offset => (vec![4], vec![axis(1, 1, 2)], vec![]),
+        // All three elements, backwards.
+        ViewKind::NegativeStep => (vec![3], vec![axis(2, -1, 3)], vec![]),
+        // A 2x3 tensor read transposed.
+        ViewKind::Permutation => (vec![2, 3], vec![axis(0, 1, 2), axis(0, 1, 3)], vec![1, 0]),
+        // Elements 0, 2 and 4 of five; a kind added later gets the same
+        // until it has a view of its own (the sole-limit filter drops it).
+        _ => (vec![5], vec![axis(0, 2, 3)], vec![]),
+    };
+    Layout::View(ViewSpec {
+        backing_shape,
+        axes,
+        permutation,
+    })
 }
 
 impl Oracle {
@@ -142,7 +275,7 @@ impl Oracle {
     ///
     /// let route = Route::host_to_sim().unwrap();
     /// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
-    /// let declared = Capabilities { dtypes: vec![DType::F32], views: true, max_elements: 64 };
+    /// let declared = Capabilities::all().dtypes([DType::F32]).max_elements(64);
     /// let outside = declared.outside_cases().unwrap().remove(0);
     ///
     /// // SimUpload serves every dtype: declared F32-only, it is dishonest.
@@ -247,20 +380,14 @@ impl CapabilityGate {
 
     /// Why the input falls outside the capabilities, or `None` inside.
     fn refusal(&self, input: &TensorRead<'_>) -> Option<String> {
-        if !self.capabilities.dtypes.contains(&input.dtype()) {
-            return Some(format!("dtype {:?} is not served", input.dtype()));
-        }
-        if !self.capabilities.views && matches!(input, TensorRead::View(_)) {
-            return Some("strided views are not served".to_owned());
-        }
-        let count: usize = input.shape().iter().product();
-        if count > self.capabilities.max_elements {
-            return Some(format!(
-                "{count} elements exceed the maximum of {}",
-                self.capabilities.max_elements
-            ));
-        }
-        None
+        let exceeded = self.capabilities.exceeded_by_input(input);
+        (!exceeded.is_empty()).then(|| {
+            exceeded
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 }
 

@@ -25,6 +25,7 @@
 mod adapters;
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
+mod capabilities;
 mod case;
 mod completion;
 #[cfg(feature = "cuda")]
@@ -39,6 +40,7 @@ mod outcome;
 mod rig;
 mod route;
 mod rule;
+mod special_values;
 mod spy;
 mod stage;
 pub mod strategy;
@@ -58,7 +60,9 @@ pub use gate::{
     REQUIRE_CUDA_ENV, announce_skip, cuda_gate, cuda_required, cuda_unavailable_reason,
     route_or_skip,
 };
-pub use honesty::{CapabilityGate, MAX_EXCEEDED_ELEMENTS, OutsideCase};
+pub use honesty::{
+    CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
+};
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
 pub use oracle::{Judgement, Oracle, Unchecked, Violation};
 pub use outcome::{

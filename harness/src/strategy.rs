@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_tensor::DType;
 
+pub use crate::capabilities::{Capabilities, Exceeded, ViewKind, ViewKinds};
 use crate::case::{F32_SPECIALS, F64_SPECIALS, mix};
 use crate::{Case, HarnessError, Layout, ViewAxis, ViewSpec};
 
@@ -113,28 +114,6 @@ impl fmt::Display for Profile {
     }
 }
 
-/// What a provider declares it handles; strategies ask only for that.
-#[derive(Clone, Debug, Eq, PartialEq)]
-pub struct Capabilities {
-    /// Dtypes it carries.
-    pub dtypes: Vec<DType>,
-    /// Whether it accepts strided `TensorRead::View` inputs.
-    pub views: bool,
-    /// The largest element count it accepts.
-    pub max_elements: usize,
-}
-
-impl Capabilities {
-    /// Every preset dtype, views, any size.
-    pub fn all() -> Self {
-        Self {
-            dtypes: PRESET_DTYPES.to_vec(),
-            views: true,
-            max_elements: usize::MAX,
-        }
-    }
-}
-
 /// A generated case, small enough to print and replay.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct Recipe {
@@ -148,6 +127,34 @@ pub struct Recipe {
     pub seed: u64,
     /// Out of 256, how often an element is a special value.
     pub specials: u8,
+    /// Where the values come from: `seed` and `specials` drawn by the
+    /// generator (the default, left out of the JSON), or the fixed cases'
+    /// pattern or special values.
+    #[serde(default, skip_serializing_if = "ValueSource::is_seeded")]
+    pub values: ValueSource,
+}
+
+/// Where a [`Recipe`]'s element values come from.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ValueSource {
+    /// Seeded random bits mixed with special values (the recipe's `seed`
+    /// and `specials`): what the generator draws.
+    #[default]
+    Seeded,
+    /// The fixed cases' deterministic pattern ([`Case::patterned`]).
+    Patterned,
+    /// Every special value of a float dtype in both signs
+    /// ([`Case::special_values`]); the recipe's shape must be its shape.
+    SpecialValues,
+}
+
+impl ValueSource {
+    /// Whether the values are the generator's seeded ones.
+    pub fn is_seeded(&self) -> bool {
+        *self == ValueSource::Seeded
+    }
 }
 
 impl Recipe {
@@ -172,13 +179,47 @@ impl Recipe {
     /// As [`Case::new`], or an unknown dtype.
     pub fn case(&self) -> Result<Case, HarnessError> {
         let dtype = self.dtype()?;
-        let count: usize = self.shape.iter().product();
-        Case::new(
-            dtype,
-            self.shape.clone(),
-            self.layout.clone(),
-            seeded_values(dtype, count, self.seed, self.specials),
-        )
+        match self.values {
+            ValueSource::Seeded => {
+                let count: usize = self.shape.iter().product();
+                Case::new(
+                    dtype,
+                    self.shape.clone(),
+                    self.layout.clone(),
+                    seeded_values(dtype, count, self.seed, self.specials),
+                )
+            }
+            ValueSource::Patterned => {
+                Case::patterned(dtype, self.shape.clone(), self.layout.clone())
+            }
+            ValueSource::SpecialValues => match Case::special_values(dtype)? {
+                Some(case) if case.shape() == self.shape && case.layout() == &self.layout => {
+                    Ok(case)
+                }
+                Some(case) => Err(HarnessError::InvalidCase {
+                    reason: format!(
+                        "the special values of {dtype:?} are an owned tensor of shape {:?}",
+                        case.shape()
+                    ),
+                }),
+                None => Err(HarnessError::InvalidCase {
+                    reason: format!("dtype {dtype:?} has no special float values"),
+                }),
+            },
+        }
+    }
+
+    /// The recipe of a fixed case: `dtype`, `shape` and `layout` with the
+    /// values of `values` (seed and density zero).
+    pub fn fixed(dtype: DType, shape: Vec<usize>, layout: Layout, values: ValueSource) -> Self {
+        Self {
+            dtype: format!("{dtype:?}"),
+            shape,
+            layout,
+            seed: 0,
+            specials: 0,
+            values,
+        }
     }
 
     /// One line of JSON.
@@ -380,12 +421,21 @@ fn view_of(sliced: &[usize], cuts: &[AxisCut], permuted: bool, keys: &[u8]) -> L
 /// small dimensions with seed and density zero.
 pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Recipe> {
     let max = profile.max_elements().min(capabilities.max_elements);
-    let views = capabilities.views;
-    let dtypes: Vec<String> = capabilities
+    let capabilities = capabilities.clone();
+    // A dtype of which not one element fits the byte limit is not drawn
+    // (unless no declared dtype fits one: then the cases fall outside).
+    let fitting: Vec<DType> = capabilities
         .dtypes
         .iter()
-        .map(|dtype| format!("{dtype:?}"))
+        .copied()
+        .filter(|dtype| capabilities.max_elements_of(*dtype) > 0)
         .collect();
+    let drawn = if fitting.is_empty() {
+        &capabilities.dtypes
+    } else {
+        &fitting
+    };
+    let dtypes: Vec<String> = drawn.iter().map(|dtype| format!("{dtype:?}")).collect();
     let view_choice = prop_oneof![3 => Just(false), 2 => Just(true)];
     let cuts = prop::collection::vec(axis_cut(), MAX_RANK);
     let keys = prop::collection::vec(any::<u8>(), MAX_RANK);
@@ -413,7 +463,7 @@ pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Re
                     permuted,
                     keys,
                 }
-                .assemble(views)
+                .assemble(&capabilities)
             },
         )
         .boxed()
@@ -443,18 +493,58 @@ pub(crate) struct RecipeParts {
 pub(crate) const MAX_VIEW_FOOTPRINT: usize = 1 << 14;
 
 impl RecipeParts {
-    /// The recipe; a view only where `views` allows and the footprint is
-    /// at most [`MAX_VIEW_FOOTPRINT`].
-    pub(crate) fn assemble(self, views: bool) -> Recipe {
+    /// The recipe inside `capabilities`: its rank cut to the declared
+    /// maximum, its size fitted to the dtype's byte limit, and a view only
+    /// where views are declared and the footprint is at most
+    /// [`MAX_VIEW_FOOTPRINT`], cut with only the declared kinds (an
+    /// undeclared kind is mapped away: steps made positive or one, padding
+    /// dropped, the permutation undone). Every map is deterministic, so
+    /// shrinking still converges; with [`Capabilities::all`] none applies.
+    pub(crate) fn assemble(mut self, capabilities: &Capabilities) -> Recipe {
+        let kinds = capabilities.views;
+        self.sliced.truncate(capabilities.max_rank);
+        if let Some(dtype) = PRESET_DTYPES
+            .into_iter()
+            .find(|dtype| format!("{dtype:?}") == self.dtype)
+        {
+            self.sliced = fit(self.sliced, capabilities.max_elements_of(dtype).max(1));
+        }
         let view = self.view
-            && views
+            && !kinds.is_empty()
             && self.cuts.len() >= self.sliced.len()
             && self.keys.len() >= self.sliced.len()
             && footprint(&self.sliced).is_some_and(|count| count <= MAX_VIEW_FOOTPRINT);
-        let layout = if view {
-            view_of(&self.sliced, &self.cuts, self.permuted, &self.keys)
-        } else {
-            Layout::Owned
+        let last = self.sliced.len().saturating_sub(1);
+        for (axis, cut) in self.cuts.iter_mut().enumerate() {
+            if !kinds.contains(ViewKind::NegativeStep) {
+                cut.step = cut.step.abs();
+            }
+            if !kinds.contains(ViewKind::Gaps) {
+                cut.step = cut.step.signum();
+                cut.after = 0;
+                if axis != last {
+                    cut.before = 0;
+                }
+            }
+            if !kinds.contains(ViewKind::Offset) {
+                cut.before = 0;
+            }
+        }
+        let permuted = self.permuted && kinds.contains(ViewKind::Permutation);
+        let layout = match view {
+            true => view_of(&self.sliced, &self.cuts, permuted, &self.keys),
+            false => Layout::Owned,
+        };
+        // What the maps above cannot rule out is drawn as an owned tensor.
+        let layout = match layout {
+            Layout::View(spec)
+                if ViewKinds::of(&spec.shape(), &spec.strides(), spec.offset())
+                    .iter()
+                    .any(|kind| !kinds.contains(kind)) =>
+            {
+                Layout::Owned
+            }
+            layout => layout,
         };
         let shape = match &layout {
             Layout::View(spec) => spec.shape(),
@@ -466,6 +556,7 @@ impl RecipeParts {
             layout,
             seed: self.seed,
             specials: self.specials,
+            values: ValueSource::Seeded,
         }
     }
 }

@@ -222,8 +222,14 @@ impl SuiteFuzzer {
         };
         self.stats.inputs += 1;
         let jsons: Vec<String> = recipes.iter().map(Recipe::to_json).collect();
+        let capabilities = self.suite.routes[index]
+            .capabilities
+            .as_ref()
+            .unwrap_or(&self.suite.capabilities);
         for (call, recipe) in recipes.iter().enumerate() {
             let case = recipe.case().map_err(|error| setup(error.to_string()))?;
+            let outside = OutsideCase::of(recipe.clone(), capabilities)
+                .map_err(|error| setup(error.to_string()))?;
             let outcome = match rig.run(&case) {
                 Ok(outcome) => outcome,
                 // A case the route cannot run here (a layout its source
@@ -235,8 +241,8 @@ impl SuiteFuzzer {
                 Err(error) => return Err(setup(error.to_string())),
             };
             self.stats.cases += 1;
-            let judgement: Judgement = match self.suite.capabilities.outside(&case) {
-                Some(why) => Oracle.judge_outside(&OutsideCase { case, why }, route, &outcome),
+            let judgement: Judgement = match outside {
+                Some(outside) => Oracle.judge_outside(&outside, route, &outcome),
                 None => Oracle.judge(&case, route, &outcome),
             };
             let violations: Vec<Violation> = judgement

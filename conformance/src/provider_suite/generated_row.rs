@@ -22,12 +22,13 @@ impl ProviderSuite {
         let options = GeneratedOptions {
             seed: Some(run.seed),
             deadline: self.deadline,
+            regressions: self.regressions_file(run.name),
             ..GeneratedOptions::new(run.profile)
         };
         let generation = match generate(
             run.route,
             Arc::clone(run.provider),
-            &self.capabilities,
+            run.capabilities,
             &options,
         ) {
             Ok(generation) => generation,

@@ -15,10 +15,12 @@ use std::time::Duration;
 
 use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::strategy::{Capabilities, PROFILE_ENV, Profile, Recipe};
+use tenferro_transfer_harness::strategy::{
+    Capabilities, PROFILE_ENV, Profile, Recipe, ValueSource,
+};
 use tenferro_transfer_harness::{
-    Case, DEFAULT_DEADLINE, HarnessError, Judgement, MAX_EXCEEDED_ELEMENTS, Oracle, OutsideCase,
-    Route, Rule, Unchecked, Watchdog, panic_message,
+    Case, DEFAULT_DEADLINE, HarnessError, Judgement, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
+    MAX_EXCEEDED_RANK, Oracle, OutsideCase, Route, Rule, Unchecked, Watchdog, panic_message,
 };
 
 mod fuzz;
@@ -33,7 +35,7 @@ pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
 use crate::report::{CaseResult, Report, RowHead, ViolationRow};
-use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes, special_values_case};
+use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes};
 use verdict::check_rule;
 
 /// What the phases of one route's run share.
@@ -48,6 +50,8 @@ struct RouteRun<'a> {
     /// Why `capability-honesty` is not checked on a case inside the
     /// capabilities.
     honesty_unchecked: &'a str,
+    /// The route's declared capabilities.
+    capabilities: &'a Capabilities,
 }
 
 /// The error a provider factory may return.
@@ -62,6 +66,8 @@ struct DeclaredRoute {
     name: String,
     route: RouteFactory,
     provider: ProviderFactory,
+    /// Capabilities of this route alone; `None` uses the suite's.
+    capabilities: Option<Capabilities>,
 }
 
 /// A provider under test, as its crate declares it.
@@ -83,7 +89,7 @@ struct DeclaredRoute {
 ///         };
 ///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
 ///     })
-///     .capabilities(Capabilities { dtypes: vec![DType::F32], views: true, max_elements: 64 })
+///     .capabilities(Capabilities::all().dtypes([DType::F32]).max_elements(64))
 ///     .profile(Profile::Quick)
 ///     .seed(7);
 /// let report = suite.run();
@@ -106,6 +112,11 @@ pub struct ProviderSuite {
     invocation: Option<(String, String)>,
     /// What replay lines add to `cargo test`.
     replay_args: String,
+    /// Mistakes in the declaration (a `capabilities_for` of no route),
+    /// reported as failed setup rows of every route.
+    declaration_errors: Vec<String>,
+    /// Where proptest keeps the seeds of failing generated cases.
+    regressions: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for ProviderSuite {
@@ -136,6 +147,8 @@ impl ProviderSuite {
             routes: Vec::new(),
             invocation: None,
             replay_args: String::new(),
+            declaration_errors: Vec::new(),
+            regressions: None,
         }
     }
 
@@ -151,15 +164,49 @@ impl ProviderSuite {
             name: name.to_owned(),
             route: Box::new(route),
             provider: Box::new(provider),
+            capabilities: None,
         });
         self
     }
 
-    /// Declare what the provider serves. Cases inside are judged by every
-    /// rule; cases just outside must be refused with a typed `Err`
+    /// Declare what the provider serves on every route that does not
+    /// declare its own ([`capabilities_for`](Self::capabilities_for)).
+    /// Cases inside are judged by every rule; cases just outside each
+    /// declared limit must be refused with a typed `Err`
     /// (`capability-honesty`).
     pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
         self.capabilities = capabilities;
+        self
+    }
+
+    /// Declare what the provider serves on the route called `route` (an
+    /// upload may take views that its download cannot produce, say). A
+    /// name that no route declared so far carries is a failure of every
+    /// rule test, naming it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_conformance::prelude::*;
+    ///
+    /// let suite = ProviderSuite::new("sim", Level::V1)
+    ///     .route("upload", Route::host_to_sim, |route| {
+    ///         let Some(device) = route.destination().downcast::<SimDevice>() else { return Err("no device".into()) };
+    ///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+    ///     })
+    ///     .capabilities(Capabilities::all().max_elements(4096))
+    ///     .capabilities_for("upload", Capabilities::all().views(ViewKinds::NONE));
+    /// assert_eq!(suite.route_capabilities("upload").unwrap().views, ViewKinds::NONE);
+    /// ```
+    pub fn capabilities_for(mut self, route: &str, capabilities: Capabilities) -> Self {
+        match self.routes.iter_mut().find(|declared| declared.name == route) {
+            Some(declared) => declared.capabilities = Some(capabilities),
+            None => self.declaration_errors.push(format!(
+                "capabilities_for names route `{route}`, which is not declared before it; declared routes: {}",
+                self.route_names().join(", ")
+            )),
+        }
         self
     }
 
@@ -193,9 +240,18 @@ impl ProviderSuite {
         self.level
     }
 
-    /// The declared capabilities.
+    /// The capabilities declared for every route without its own.
     pub fn declared_capabilities(&self) -> &Capabilities {
         &self.capabilities
+    }
+
+    /// The capabilities the route called `route` is judged by: its own,
+    /// else the suite's; `None` for a route not declared.
+    pub fn route_capabilities(&self, route: &str) -> Option<&Capabilities> {
+        self.routes
+            .iter()
+            .find(|declared| declared.name == route)
+            .map(|declared| declared.capabilities.as_ref().unwrap_or(&self.capabilities))
     }
 
     /// The declared route names, in declaration order.
@@ -255,6 +311,12 @@ impl ProviderSuite {
             ));
         }
         for declared in &self.routes {
+            for error in &self.declaration_errors {
+                report.push(CaseResult::setup_failure(
+                    self.head(&declared.name, String::new()),
+                    error.clone(),
+                ));
+            }
             let rows = catch_unwind(AssertUnwindSafe(|| self.run_route(declared, replay)))
                 .unwrap_or_else(|payload| {
                     vec![CaseResult::setup_failure(
@@ -362,24 +424,35 @@ impl ProviderSuite {
             Ok(rig) => rig,
             Err(error) => return setup(label, format!("the rig could not be built: {error}")),
         };
-        let outside = match self.capabilities.outside_cases() {
+        let capabilities = declared.capabilities.as_ref().unwrap_or(&self.capabilities);
+        if capabilities.dtypes.is_empty() {
+            return setup(
+                label,
+                "the declared capabilities name no dtype, so no case can be drawn; declare at least one with Capabilities::dtypes".to_owned(),
+            );
+        }
+        let outside = match capabilities.outside_cases() {
             Ok(outside) => outside,
             Err(error) => return setup(label, error.to_string()),
         };
         let honesty_unchecked = if outside.is_empty() {
             format!(
-                "the declared capabilities cover every case the suite can draw (every preset dtype, views, and a maximum of at least {MAX_EXCEEDED_ELEMENTS} elements), so there is nothing to refuse"
+                "the declared capabilities cover every case the suite can draw (every preset dtype, every kind of view, a maximum rank of at least {MAX_EXCEEDED_RANK}, {MAX_EXCEEDED_ELEMENTS} elements and {MAX_EXCEEDED_BYTES} bytes), so there is nothing to refuse"
             )
         } else {
             "the case is inside the declared capabilities".to_owned()
         };
         if let Some(json) = replay {
-            let row = match json.parse::<Recipe>().and_then(|recipe| recipe.case()) {
-                Ok(case) => {
+            let parsed = json.parse::<Recipe>().and_then(|recipe| {
+                let case = recipe.case()?;
+                let outside = OutsideCase::of(recipe.clone(), capabilities)?;
+                Ok((recipe, case, outside))
+            });
+            let row = match parsed {
+                Ok((recipe, case, outside)) => {
                     let head = self.case_head(name, &label, &case);
-                    match (rig.run(&case), self.capabilities.outside(&case)) {
-                        (Ok(outcome), Some(why)) => {
-                            let outside = OutsideCase { case, why };
+                    match (rig.run(&case), outside) {
+                        (Ok(outcome), Some(outside)) => {
                             self.row(head, Oracle.judge_outside(&outside, &route, &outcome), None)
                         }
                         (Ok(outcome), None) => self.row(
@@ -389,6 +462,7 @@ impl ProviderSuite {
                         ),
                         (Err(error), _) => could_not_run(head, error),
                     }
+                    .with_replay(&recipe)
                 }
                 Err(error) => CaseResult::setup_failure(
                     self.head(name, label.clone()),
@@ -407,9 +481,10 @@ impl ProviderSuite {
             Err(error) => return setup(label, error.to_string()),
         };
         let mut rows = Vec::new();
-        for case in self.fixed_cases(profile) {
-            let case = match case {
-                Ok(case) => case,
+        for recipe in fixed_recipes(capabilities, profile) {
+            let case = match recipe.case() {
+                Ok(case) if capabilities.admits(&case) => case,
+                Ok(_) => continue,
                 Err(error) => {
                     rows.push(CaseResult::setup_failure(
                         self.head(name, label.clone()),
@@ -419,14 +494,17 @@ impl ProviderSuite {
                 }
             };
             let head = self.case_head(name, &label, &case);
-            rows.push(match rig.run(&case) {
-                Ok(outcome) => self.row(
-                    head,
-                    Oracle.judge(&case, &route, &outcome),
-                    Some(&honesty_unchecked),
-                ),
-                Err(error) => could_not_run(head, error),
-            });
+            rows.push(
+                match rig.run(&case) {
+                    Ok(outcome) => self.row(
+                        head,
+                        Oracle.judge(&case, &route, &outcome),
+                        Some(&honesty_unchecked),
+                    ),
+                    Err(error) => could_not_run(head, error),
+                }
+                .with_replay(&recipe),
+            );
         }
         let run = RouteRun {
             name,
@@ -435,6 +513,7 @@ impl ProviderSuite {
             profile,
             seed,
             honesty_unchecked: &honesty_unchecked,
+            capabilities,
         };
         rows.push(self.generated_row(&run));
         rows.extend(self.pressure_rows(&run));
@@ -443,46 +522,17 @@ impl ProviderSuite {
                 layout: format!("{} [outside: {}]", outside.case.layout_label(), outside.why),
                 ..self.case_head(name, &label, &outside.case)
             };
-            rows.push(match rig.run(&outside.case) {
-                Ok(outcome) => {
-                    self.row(head, Oracle.judge_outside(outside, &route, &outcome), None)
+            rows.push(
+                match rig.run(&outside.case) {
+                    Ok(outcome) => {
+                        self.row(head, Oracle.judge_outside(outside, &route, &outcome), None)
+                    }
+                    Err(error) => could_not_run(head, error),
                 }
-                Err(error) => could_not_run(head, error),
-            });
+                .with_replay(&outside.recipe),
+            );
         }
         rows
-    }
-
-    /// The fixed cases inside the declared capabilities, for every declared
-    /// dtype: the fixed shapes (with the million-element one outside the
-    /// `quick` profile), the size classes every profile reaches, and for a
-    /// float dtype every special value in both signs.
-    fn fixed_cases(&self, profile: Profile) -> Vec<Result<Case, HarnessError>> {
-        let include_large =
-            profile != Profile::Quick && self.capabilities.max_elements >= LARGE_ELEMENTS;
-        let mut shapes = fixed_shapes(include_large);
-        shapes.extend(size_classes(&self.capabilities));
-        let mut cases = Vec::new();
-        for dtype in PRESET_DTYPES {
-            if !self.capabilities.dtypes.contains(&dtype) {
-                continue;
-            }
-            for shape in &shapes {
-                cases.push(Case::patterned(
-                    dtype,
-                    shape.shape.clone(),
-                    shape.layout.clone(),
-                ));
-            }
-            if let Some(case) = special_values_case(dtype).transpose() {
-                cases.push(case);
-            }
-        }
-        cases.retain(|case| {
-            case.as_ref()
-                .map_or(true, |case| self.capabilities.admits(case))
-        });
-        cases
     }
 
     /// `violations` split into those of rules of the pinned level (and
@@ -576,6 +626,52 @@ impl ProviderSuite {
         self
     }
 
+    /// Keep the seeds of failing generated cases in `dir`, one file per
+    /// test target and route (`<dir>/<target>-<route>.txt`), and replay
+    /// them first on the next run: proptest's regression files. The
+    /// [`conformance_tests!`](crate::conformance_tests) macro keeps them in
+    /// `proptest-regressions/` of your crate; commit them, as proptest
+    /// advises, so that CI replays them too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_conformance::prelude::*;
+    ///
+    /// let suite = ProviderSuite::new("p", Level::V1)
+    ///     .invoked_from("my-crate", "conformance")
+    ///     .regressions_dir("proptest-regressions");
+    /// assert_eq!(
+    ///     suite.regressions_file("upload").unwrap(),
+    ///     std::path::Path::new("proptest-regressions/conformance-upload.txt")
+    /// );
+    /// ```
+    pub fn regressions_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.regressions = Some(dir.into());
+        self
+    }
+
+    /// [`regressions_dir`](Self::regressions_dir), unless one is set: what
+    /// the macro calls with `<your crate>/proptest-regressions`.
+    #[doc(hidden)]
+    pub fn default_regressions_dir(self, dir: &str) -> Self {
+        match self.regressions {
+            Some(_) => self,
+            None => self.regressions_dir(dir),
+        }
+    }
+
+    /// The file where the generated cases of route `route` keep their
+    /// failing seeds, if a [`regressions_dir`](Self::regressions_dir) is
+    /// set.
+    pub fn regressions_file(&self, route: &str) -> Option<std::path::PathBuf> {
+        let dir = self.regressions.as_ref()?;
+        Some(match &self.invocation {
+            Some((_, target)) => dir.join(format!("{target}-{route}.txt")),
+            None => dir.join(format!("{route}.txt")),
+        })
+    }
+
     /// Arguments the replay lines add to `cargo test` (for example
     /// `--features my-feature` when the suite's tests need a feature: the
     /// macro can name the package and the test target, not the features
@@ -646,6 +742,40 @@ fn could_not_run(head: RowHead, error: HarnessError) -> CaseResult {
         HarnessError::Unavailable { reason } => CaseResult::skipped(head, reason),
         error => CaseResult::setup_failure(head, error.to_string()),
     }
+}
+
+/// The recipes of the fixed cases for every dtype `capabilities` declare:
+/// the fixed shapes (with the million-element one outside the `quick`
+/// profile), the size classes every profile reaches, and for a float dtype
+/// every special value in both signs. The run keeps those inside the
+/// capabilities; each is replayed alone from its recipe.
+fn fixed_recipes(capabilities: &Capabilities, profile: Profile) -> Vec<Recipe> {
+    let include_large = profile != Profile::Quick && capabilities.max_elements >= LARGE_ELEMENTS;
+    let mut shapes = fixed_shapes(include_large);
+    shapes.extend(size_classes(capabilities));
+    let mut recipes = Vec::new();
+    for dtype in PRESET_DTYPES {
+        if !capabilities.dtypes.contains(&dtype) {
+            continue;
+        }
+        for shape in &shapes {
+            recipes.push(Recipe::fixed(
+                dtype,
+                shape.shape.clone(),
+                shape.layout.clone(),
+                ValueSource::Patterned,
+            ));
+        }
+        if let Ok(Some(case)) = Case::special_values(dtype) {
+            recipes.push(Recipe::fixed(
+                dtype,
+                case.shape().to_vec(),
+                case.layout().clone(),
+                ValueSource::SpecialValues,
+            ));
+        }
+    }
+    recipes
 }
 
 fn is_identifier(name: &str) -> bool {

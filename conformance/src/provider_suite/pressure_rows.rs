@@ -38,7 +38,7 @@ impl ProviderSuite {
             run.route,
             run.provider,
             run.profile,
-            &self.capabilities,
+            run.capabilities,
             &options,
         ) {
             Ok(pressure) => pressure,

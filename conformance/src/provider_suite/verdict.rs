@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use tenferro_transfer_harness::Rule;
 
 use crate::Level;
+use crate::generated::{REPLAY_ENV, shell_quote};
 use crate::report::{CaseResult, Report, Verdict, ViolationRow};
 
 /// The verdict of one rule on one route, as a `#[test]` reports it.
@@ -109,11 +110,15 @@ pub(super) fn check_rule(
                 row.layout,
                 violation.message.replace('\n', "\n  ")
             ));
-            if !violation.message.contains("replay:") && row.dtype != "*" {
-                text.push_str(&format!(
-                    "  replay: {cargo_test} {route}::{} (fixed cases are deterministic)\n",
-                    rule.id().replace('-', "_")
-                ));
+            match &row.replay {
+                Some(json) if !violation.message.contains("replay:") => {
+                    text.push_str(&format!(
+                        "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}\n",
+                        shell_quote(json),
+                        rule.id().replace('-', "_")
+                    ));
+                }
+                _ => {}
             }
         }
         if failing.len() > LISTED_FAILURES {

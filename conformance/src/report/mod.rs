@@ -77,6 +77,10 @@ pub struct CaseResult {
     /// Why the case was skipped, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
+    /// The recipe (one line of JSON) that replays this case alone, where
+    /// the case has one: `TRANSFER_CONFORMANCE_REPLAY` takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }
 
 impl CaseResult {
@@ -147,7 +151,15 @@ impl CaseResult {
             unchecked: Vec::new(),
             expected_errors: Vec::new(),
             skip_reason: None,
+            replay: None,
         }
+    }
+
+    /// The row with the recipe that replays its case alone.
+    #[must_use]
+    pub fn with_replay(mut self, recipe: &tenferro_transfer_harness::strategy::Recipe) -> Self {
+        self.replay = Some(recipe.to_json());
+        self
     }
 
     /// A failed row for a case the harness could not run.

@@ -10,7 +10,7 @@ use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_mock_devices::{FaultPlan, PRESET_DTYPES, SimDevice};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::strategy::Capabilities;
+use tenferro_transfer_harness::strategy::{Capabilities, ViewKinds};
 use tenferro_transfer_harness::{
     CapabilityGate, Case, Endpoint, HostEndpoint, Judgement, Oracle, Route, Rule, Watchdog,
 };
@@ -169,11 +169,10 @@ fn exercise(
 /// The capabilities the honesty rows declare: narrower than what the
 /// reference providers serve.
 fn narrow_capabilities() -> Capabilities {
-    Capabilities {
-        dtypes: vec![DType::F64],
-        views: false,
-        max_elements: 64,
-    }
+    Capabilities::all()
+        .dtypes([DType::F64])
+        .views(ViewKinds::NONE)
+        .max_elements(64)
 }
 
 /// A provider that declares [`narrow_capabilities`], built around a

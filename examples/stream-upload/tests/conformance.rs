@@ -14,11 +14,11 @@ fn suite() -> ProviderSuite {
             };
             Ok(Arc::new(StreamUpload::new(device.clone())) as Arc<dyn TransferProvider>)
         })
-        .capabilities(Capabilities {
-            dtypes: SERVED_DTYPES.to_vec(),
-            views: true,
-            max_elements: MAX_ELEMENTS,
-        })
+        .capabilities(
+            Capabilities::all()
+                .dtypes(SERVED_DTYPES)
+                .max_elements(MAX_ELEMENTS),
+        )
         .profile(Profile::Quick)
 }
 

@@ -172,10 +172,7 @@ pub fn suite_of(name: &str, make: fn(VendorDevice) -> Arc<dyn TransferProvider>)
             };
             Ok(make(endpoint.device().clone()))
         })
-        .capabilities(Capabilities {
-            max_elements: MAX_ELEMENTS,
-            ..Capabilities::all()
-        })
+        .capabilities(Capabilities::all().max_elements(MAX_ELEMENTS))
         .profile(Profile::Quick)
 }
 
