@@ -10,17 +10,13 @@ use tenferro_runtime::{
     StorageClass, TransferEndpoint,
 };
 use tenferro_tensor::{
-    AllocationDomainId, DeviceId, DeviceKind, MemoryKind, Placement, StorageBuffer, Tensor,
-    TensorRead, TypedTensor,
+    AllocationDomainId, DeviceId, DeviceKind, MemoryKind, Placement, TensorRead,
 };
 
-use crate::storage::Memory;
-use crate::stream::CopyOp;
+use crate::clock::SimClock;
+use crate::copy_state::{CompletionMode, CopyHost, CopyOp, CopyPlan};
 use crate::trace::{self, TraceEvent};
-use crate::{
-    AllocationLedger, CompletionMode, DeviceError, Element, FaultPlan, MockError, SimStorage,
-    SimStream,
-};
+use crate::{AllocationLedger, DeviceError, FaultPlan, MockError};
 
 /// Backend family of every simulated device's storage.
 pub const SIM_FAMILY: &str = "tenferro-mock.sim";
@@ -44,14 +40,6 @@ struct Identity {
     core: Arc<DeviceCore>,
 }
 
-/// How one copy lands, as the fault plan decides when it is queued.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum CopyPlan {
-    Full,
-    Partial(usize),
-    FailAfter(usize),
-}
-
 #[derive(Debug, Default)]
 struct FaultState {
     plan: FaultPlan,
@@ -71,7 +59,7 @@ pub(crate) struct DeviceCore {
     last_due: Mutex<HashMap<usize, Instant>>,
     copy_numbers: AtomicU64,
     /// The device's clock, which waits skip ahead.
-    pub(crate) clock: crate::clock::SimClock,
+    clock: SimClock,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -81,15 +69,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl DeviceCore {
     pub(crate) fn mode(&self) -> CompletionMode {
         *lock(&self.mode)
-    }
-
-    /// The error every operation gets once the device is lost.
-    pub(crate) fn lost_error(&self, device: &str) -> Option<DeviceError> {
-        let state = lock(&self.state);
-        state.lost_at.map(|at| DeviceError::DeviceLost {
-            device: device.to_owned(),
-            operations: at,
-        })
     }
 
     /// Count one operation; fail it if the device is, or now becomes, lost.
@@ -116,7 +95,7 @@ impl DeviceCore {
         }
     }
 
-    fn begin_allocation(&self, device: &str, bytes: usize) -> Result<(), DeviceError> {
+    pub(crate) fn begin_allocation(&self, device: &str, bytes: usize) -> Result<(), DeviceError> {
         let mut state = lock(&self.state);
         self.operate(device, &mut state)?;
         state.allocations += 1;
@@ -197,6 +176,24 @@ impl DeviceCore {
             .iter()
             .filter_map(Weak::upgrade)
             .collect()
+    }
+}
+
+impl CopyHost for DeviceCore {
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    fn advance_to(&self, due: Instant) {
+        self.clock.advance_to(due);
+    }
+
+    fn lost_error(&self, device: &str) -> Option<DeviceError> {
+        let state = lock(&self.state);
+        state.lost_at.map(|at| DeviceError::DeviceLost {
+            device: device.to_owned(),
+            operations: at,
+        })
     }
 }
 
@@ -354,76 +351,6 @@ impl SimDevice {
             && read.allocation_domain() == Some(self.allocation_domain())
     }
 
-    /// A compact column-major tensor in this device's memory, outside the
-    /// fault plan: the harness stages inputs and the engine writes its
-    /// results this way. Providers allocate through [`Self::allocate`] or a
-    /// [`SimStream`], which obey the plan.
-    ///
-    /// # Errors
-    ///
-    /// Returns a validation error when `data.len()` differs from the shape's
-    /// element count.
-    pub fn tensor<T: Element>(
-        &self,
-        shape: Vec<usize>,
-        data: Vec<T>,
-    ) -> tenferro_tensor::Result<Tensor> {
-        self.tensor_with(shape, self.storage(data), self.placement())
-    }
-
-    /// Storage in this device's memory, listed in its ledger, outside the
-    /// fault plan (see [`Self::tensor`]).
-    pub fn storage<T: Element>(&self, data: Vec<T>) -> SimStorage<T> {
-        SimStorage::over(
-            Memory::new(data),
-            SIM_FAMILY,
-            self.allocation_domain(),
-            Arc::clone(self.ledger()),
-            Some(self.clone()),
-        )
-    }
-
-    /// Allocate device memory holding `data`, as the fault plan allows.
-    ///
-    /// # Errors
-    ///
-    /// [`DeviceError::OutOfMemory`] or [`DeviceError::DeviceLost`] when the
-    /// plan says so.
-    pub fn allocate<T: Element>(&self, data: Vec<T>) -> Result<SimStorage<T>, DeviceError> {
-        self.identity
-            .core
-            .begin_allocation(self.name(), std::mem::size_of_val(data.as_slice()))?;
-        Ok(self.storage(data))
-    }
-
-    /// Allocate device memory for `len` elements, as the fault plan allows,
-    /// without filling it: a queued copy fills it when it lands (poison
-    /// where the copy does not reach), and until then nobody can read it.
-    pub(crate) fn allocate_for_copy<T: Element>(
-        &self,
-        len: usize,
-    ) -> Result<(SimStorage<T>, Arc<Memory<T>>), DeviceError> {
-        self.identity
-            .core
-            .begin_allocation(self.name(), len * std::mem::size_of::<T>())?;
-        let memory = Memory::new(Vec::new());
-        let storage = SimStorage::over_len(
-            Arc::clone(&memory),
-            len,
-            SIM_FAMILY,
-            self.allocation_domain(),
-            Arc::clone(self.ledger()),
-            Some(self.clone()),
-        );
-        Ok((storage, memory))
-    }
-
-    /// Command queue `index` of this device (queues are created on first
-    /// use; copies on one queue complete in order).
-    pub fn stream(&self, index: usize) -> SimStream {
-        SimStream::new(self.clone(), index)
-    }
-
     /// Install a fault plan; its counters start now.
     ///
     /// # Examples
@@ -473,28 +400,7 @@ impl SimDevice {
             .count()
     }
 
-    pub(crate) fn core(&self) -> Arc<DeviceCore> {
-        Arc::clone(&self.identity.core)
-    }
-
-    /// A tensor over explicit storage and placement; broken providers use it
-    /// to forge metadata.
-    ///
-    /// # Errors
-    ///
-    /// Returns a validation error when the storage length differs from the
-    /// shape's element count.
-    pub fn tensor_with<T: Element>(
-        &self,
-        shape: Vec<usize>,
-        storage: SimStorage<T>,
-        placement: Placement,
-    ) -> tenferro_tensor::Result<Tensor> {
-        TypedTensor::<T>::from_buffer_col_major(
-            shape,
-            StorageBuffer::Backend(Box::new(storage)),
-            placement,
-        )
-        .map(Tensor::from_typed)
+    pub(crate) fn core(&self) -> &Arc<DeviceCore> {
+        &self.identity.core
     }
 }

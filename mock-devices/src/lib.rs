@@ -20,6 +20,7 @@
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
 mod clock;
+mod copy_state;
 mod device;
 mod element;
 mod engine;
@@ -37,6 +38,7 @@ pub mod trace;
 
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::MAX_FUZZ_SPIKE;
+pub use copy_state::{CompletionMode, CopyToken, StorageCompletion};
 pub use device::{SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use engine::SimEngine;
@@ -47,8 +49,8 @@ pub use layout::{compact_strides, gather, is_compact, read_compact, read_view, s
 pub use ledger::{Allocation, AllocationLedger};
 pub use providers::{SimDownload, SimPeer, SimUpload};
 pub use registration::EngineRole;
-pub use storage::{SimStorage, StorageCompletion};
-pub use stream::{CompletionMode, CopyToken, SimStream, sim_storage_of};
+pub use storage::SimStorage;
+pub use stream::{SimStream, sim_storage_of};
 pub use trace::{Trace, TraceEvent};
 
 /// Items the exported macros name; not part of the stable API.

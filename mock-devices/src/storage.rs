@@ -1,90 +1,24 @@
 //! `SimStorage`: the memory of a simulated device, which a pending copy
-//! poisons and locks until the copy completes.
+//! poisons and locks until the copy completes, and the `SimDevice` methods
+//! that allocate it. A storage keeps the device it belongs to, so that a
+//! provider holding only a tensor can queue on that device again (the
+//! broken provider that drops its copy's token does).
 
 use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tenferro_tensor::{
     AllocationDomainId, AllocationId, BackendStorage, HostAccessError, HostReadGuard,
-    HostWriteGuard,
+    HostWriteGuard, Placement, StorageBuffer, Tensor, TypedTensor,
 };
 
-use crate::stream::CopyOp;
-use crate::{AllocationLedger, DeviceError};
+use crate::copy_state::{Memory, StorageCompletion};
+use crate::device::SIM_FAMILY;
+use crate::{AllocationLedger, DeviceError, Element, SimDevice};
 
 static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
-
-/// Whether the last copy into a storage has completed.
-#[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub enum StorageCompletion {
-    /// Every copy into it has completed: it is readable.
-    Complete,
-    /// A copy into it is still in flight: it holds poison and refuses reads.
-    Pending {
-        /// The device doing the copy.
-        device: String,
-        /// The copy's number on that device.
-        copy: u64,
-    },
-    /// The copy into it failed: it holds a partial image and refuses reads.
-    Failed(DeviceError),
-}
-
-pub(crate) enum Status {
-    Ready,
-    Pending(Weak<CopyOp>),
-    Failed(DeviceError),
-}
-
-/// The shared cells of one allocation: a copy in flight writes them later.
-pub(crate) struct Memory<T> {
-    pub(crate) data: RwLock<Vec<T>>,
-    pub(crate) status: Mutex<Status>,
-}
-
-impl<T> Memory<T> {
-    pub(crate) fn new(data: Vec<T>) -> Arc<Self> {
-        Arc::new(Self {
-            data: RwLock::new(data),
-            status: Mutex::new(Status::Ready),
-        })
-    }
-
-    pub(crate) fn set_status(&self, status: Status) {
-        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
-    }
-
-    /// The completion state, first letting a due copy complete (a copy in
-    /// latency mode completes when it is observed after its due time).
-    pub(crate) fn completion(&self) -> StorageCompletion {
-        let pending = match &*self.status.lock().unwrap_or_else(PoisonError::into_inner) {
-            Status::Ready => return StorageCompletion::Complete,
-            Status::Failed(error) => return StorageCompletion::Failed(error.clone()),
-            Status::Pending(op) => op.clone(),
-        };
-        match pending.upgrade() {
-            Some(op) => {
-                op.poll();
-                match &*self.status.lock().unwrap_or_else(PoisonError::into_inner) {
-                    Status::Ready => StorageCompletion::Complete,
-                    Status::Failed(error) => StorageCompletion::Failed(error.clone()),
-                    Status::Pending(_) => StorageCompletion::Pending {
-                        device: op.device().to_owned(),
-                        copy: op.number(),
-                    },
-                }
-            }
-            // Nobody can complete the copy any more: it will never land.
-            None => StorageCompletion::Pending {
-                device: "unknown".to_owned(),
-                copy: 0,
-            },
-        }
-    }
-}
 
 /// Backend storage of a simulated device: host memory standing in for device
 /// memory, readable through `map_read` once every copy into it completed.
@@ -100,7 +34,7 @@ pub struct SimStorage<T> {
     allocation: AllocationId,
     id: u64,
     ledger: Arc<AllocationLedger>,
-    device: Option<crate::SimDevice>,
+    device: Option<SimDevice>,
 }
 
 impl<T> SimStorage<T> {
@@ -114,30 +48,26 @@ impl<T> SimStorage<T> {
         Self::over(Memory::new(data), family, domain, ledger, None)
     }
 
-    pub(crate) fn over(
+    fn over(
         memory: Arc<Memory<T>>,
         family: &'static str,
         domain: AllocationDomainId,
         ledger: Arc<AllocationLedger>,
-        device: Option<crate::SimDevice>,
+        device: Option<SimDevice>,
     ) -> Self {
-        let len = memory
-            .data
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
+        let len = memory.len();
         Self::over_len(memory, len, family, domain, ledger, device)
     }
 
     /// Storage of `len` elements over `memory`, which may hold nothing yet:
     /// the memory a queued copy fills when it lands.
-    pub(crate) fn over_len(
+    fn over_len(
         memory: Arc<Memory<T>>,
         len: usize,
         family: &'static str,
         domain: AllocationDomainId,
         ledger: Arc<AllocationLedger>,
-        device: Option<crate::SimDevice>,
+        device: Option<SimDevice>,
     ) -> Self {
         let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
         ledger.open(id, domain, len * std::mem::size_of::<T>());
@@ -174,7 +104,7 @@ impl<T> SimStorage<T> {
     }
 
     /// The simulated device whose memory this is, if it is a device's.
-    pub fn device(&self) -> Option<&crate::SimDevice> {
+    pub fn device(&self) -> Option<&SimDevice> {
         self.device.as_ref()
     }
 
@@ -204,6 +134,93 @@ impl<T> SimStorage<T> {
     /// Whether every copy into this storage has completed.
     pub fn completion(&self) -> StorageCompletion {
         self.memory.completion()
+    }
+}
+
+/// A device's memory: the storage it allocates, inside or outside its
+/// fault plan, and tensors over it.
+impl SimDevice {
+    /// A compact column-major tensor in this device's memory, outside the
+    /// fault plan: the harness stages inputs and the engine writes its
+    /// results this way. Providers allocate through [`Self::allocate`] or a
+    /// [`SimStream`](crate::SimStream), which obey the plan.
+    ///
+    /// # Errors
+    ///
+    /// Returns a validation error when `data.len()` differs from the shape's
+    /// element count.
+    pub fn tensor<T: Element>(
+        &self,
+        shape: Vec<usize>,
+        data: Vec<T>,
+    ) -> tenferro_tensor::Result<Tensor> {
+        self.tensor_with(shape, self.storage(data), self.placement())
+    }
+
+    /// Storage in this device's memory, listed in its ledger, outside the
+    /// fault plan (see [`Self::tensor`]).
+    pub fn storage<T: Element>(&self, data: Vec<T>) -> SimStorage<T> {
+        SimStorage::over(
+            Memory::new(data),
+            SIM_FAMILY,
+            self.allocation_domain(),
+            Arc::clone(self.ledger()),
+            Some(self.clone()),
+        )
+    }
+
+    /// Allocate device memory holding `data`, as the fault plan allows.
+    ///
+    /// # Errors
+    ///
+    /// [`DeviceError::OutOfMemory`] or [`DeviceError::DeviceLost`] when the
+    /// plan says so.
+    pub fn allocate<T: Element>(&self, data: Vec<T>) -> Result<SimStorage<T>, DeviceError> {
+        self.core()
+            .begin_allocation(self.name(), std::mem::size_of_val(data.as_slice()))?;
+        Ok(self.storage(data))
+    }
+
+    /// Allocate device memory for `len` elements, as the fault plan allows,
+    /// without filling it: a queued copy fills it when it lands (poison
+    /// where the copy does not reach), and until then nobody can read it.
+    pub(crate) fn allocate_for_copy<T: Element>(
+        &self,
+        len: usize,
+    ) -> Result<(SimStorage<T>, Arc<Memory<T>>), DeviceError> {
+        self.core()
+            .begin_allocation(self.name(), len * std::mem::size_of::<T>())?;
+        let memory = Memory::new(Vec::new());
+        let storage = SimStorage::over_len(
+            Arc::clone(&memory),
+            len,
+            SIM_FAMILY,
+            self.allocation_domain(),
+            Arc::clone(self.ledger()),
+            Some(self.clone()),
+        );
+        Ok((storage, memory))
+    }
+
+    /// A tensor over explicit storage and placement; broken providers use it
+    /// to forge metadata.
+    ///
+    /// # Errors
+    ///
+    /// Returns a validation error when the storage length differs from the
+    /// shape's element count.
+    pub fn tensor_with<T: Element>(
+        &self,
+        shape: Vec<usize>,
+        storage: SimStorage<T>,
+        placement: Placement,
+    ) -> tenferro_tensor::Result<Tensor> {
+        TypedTensor::<T>::from_buffer_col_major(
+            shape,
+            StorageBuffer::Backend(Box::new(storage)),
+            placement,
+        )
+        .map(Tensor::from_typed)
     }
 }
 
@@ -255,12 +272,7 @@ impl<T: Clone + Send + Sync + 'static> BackendStorage<T> for SimStorage<T> {
 
     fn map_read(&self) -> Result<HostReadGuard<'_, T>, HostAccessError> {
         match self.memory.completion() {
-            StorageCompletion::Complete => Ok(HostReadGuard::new(
-                self.memory
-                    .data
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner),
-            )),
+            StorageCompletion::Complete => Ok(HostReadGuard::new(self.memory.read())),
             other => Err(refusal(other)),
         }
     }
@@ -273,7 +285,7 @@ impl<T: Clone + Send + Sync + 'static> BackendStorage<T> for SimStorage<T> {
         let len = self.len;
         let memory = &self.memory;
         Ok(HostWriteGuard::new(len, move |source: &[T]| {
-            let mut data = memory.data.write().unwrap_or_else(PoisonError::into_inner);
+            let mut data = memory.write();
             if source.len() != data.len() {
                 return Err(HostAccessError::LengthMismatch {
                     expected: data.len(),
