@@ -13,6 +13,7 @@
 //! [`ProviderSuite`](crate::ProviderSuite) runs this on every declared
 //! route; [`run_concurrent`] runs it on a built-in provider.
 
+use crate::runner::run_recipe;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,7 +27,7 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Watchdog, panic_message,
+    DEFAULT_DEADLINE, HarnessError, Judgement, Route, Watchdog, panic_message,
 };
 
 use crate::BuiltinProvider;
@@ -285,11 +286,8 @@ pub(crate) fn replay_alone(
     deadline: Duration,
     recipe: &Recipe,
 ) -> Alone {
-    let judged = Watchdog::new(route.clone(), provider, deadline).and_then(|mut watchdog| {
-        let case = recipe.case()?;
-        let outcome = watchdog.run(&case)?;
-        Ok(Oracle.judge(&case, route, &outcome))
-    });
+    let judged = Watchdog::new(route.clone(), provider, deadline)
+        .and_then(|mut watchdog| run_recipe(&mut watchdog, route, recipe).into_result());
     match judged {
         Ok(judgement) if judgement.passed() => Alone::Passed,
         Ok(_) => Alone::Failed,
@@ -409,9 +407,7 @@ impl Shared<'_> {
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
             let judged = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    let case = recipe.case().map_err(|error| error.to_string())?;
-                    let outcome = watchdog.run(&case).map_err(|error| error.to_string())?;
-                    Ok(Oracle.judge(&case, self.route, &outcome))
+                    run_recipe(watchdog, self.route, recipe).judgement()
                 }))
                 .unwrap_or_else(|payload| {
                     Err(format!(

@@ -22,6 +22,7 @@
 //! assert_eq!(fuzzer.run(&[]).unwrap(), Checked::ReferencePassed);
 //! ```
 
+use crate::runner::{JudgedAs, run_case};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,7 @@ use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
-    Case, HarnessError, HostProvider, Judgement, Oracle, Outcome, Route, Rule, RuntimeVerdict,
+    Case, HarnessError, HostProvider, Judgement, Outcome, Route, Rule, RuntimeVerdict,
     Watchdog,
 };
 
@@ -330,14 +331,12 @@ impl ContractFuzzer {
         {
             return Ok(Checked::SkippedHang);
         }
-        selftest::install(&route, &plan);
-        let outcome = watchdog.run(&case);
-        selftest::install(&route, &FaultPlan::new());
-        let outcome = outcome.map_err(|source| FuzzFailure::Harness {
-            context: context.clone(),
-            source,
-        })?;
-        let judgement = Oracle.judge(&case, &route, &outcome);
+        let (judgement, outcome) = run_case(watchdog, &route, &case, JudgedAs::Inside, Some(&plan))
+            .into_outcome()
+            .map_err(|source| FuzzFailure::Harness {
+                context: context.clone(),
+                source,
+            })?;
         agrees_with_runtime(&judgement, &context)?;
         if let Some(spec) = spec {
             if !spec.applies(&case, &route) {
@@ -521,11 +520,12 @@ impl HostFuzzer {
                 source,
             })?;
         let route = watchdog.route().clone();
-        let outcome = watchdog.run(&case).map_err(|source| FuzzFailure::Harness {
-            context: context.clone(),
-            source,
-        })?;
-        let judgement = Oracle.judge(&case, &route, &outcome);
+        let (judgement, outcome) = run_case(watchdog, &route, &case, JudgedAs::Inside, None)
+            .into_outcome()
+            .map_err(|source| FuzzFailure::Harness {
+                context: context.clone(),
+                source,
+            })?;
         agrees_with_runtime(&judgement, &context)?;
         if let Some(violation) = judgement.violations.first() {
             return Err(FuzzFailure::HostValues {

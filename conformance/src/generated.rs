@@ -1,6 +1,7 @@
 //! The generated suite: proptest-drawn cases through a built-in provider,
 //! shrunk to one minimal failing case with a command that replays it.
 
+use crate::runner::run_recipe;
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ViewKinds, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Judgement, Oracle, Route, Unchecked, Watchdog,
+    DEFAULT_DEADLINE, HarnessError, Judgement, Route, Unchecked, Watchdog,
 };
 
 use crate::BuiltinProvider;
@@ -229,9 +230,7 @@ impl Judged {
 }
 
 fn judge(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
-    let case = recipe.case().map_err(|error| error.to_string())?;
-    let outcome = rig.run(&case).map_err(|error| error.to_string())?;
-    Ok(Oracle.judge(&case, route, &outcome))
+    run_recipe(rig, route, recipe).judgement()
 }
 
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -532,7 +531,5 @@ pub fn replay(
         provider_for(provider, &route, inject)?,
         DEFAULT_DEADLINE,
     )?;
-    let case = recipe.case()?;
-    let outcome = rig.run(&case)?;
-    Ok(Oracle.judge(&case, &route, &outcome))
+    run_recipe(&mut rig, &route, recipe).into_result()
 }

@@ -25,6 +25,7 @@ pub mod prelude;
 pub mod progress;
 mod provider_suite;
 mod report;
+mod runner;
 pub mod selftest;
 mod shapes;
 mod suite;

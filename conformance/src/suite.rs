@@ -8,11 +8,12 @@ use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::{
-    Case, DEFAULT_DEADLINE, HarnessError, Oracle, Route, Rule, Unchecked, Watchdog,
+    Case, DEFAULT_DEADLINE, HarnessError, Route, Rule, Unchecked, Watchdog,
 };
 
 use crate::progress::Progress;
 use crate::report::{CaseResult, Report, RowHead};
+use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::{BuiltinProvider, fixed_shapes};
 
 /// What the fixed suite runs.
@@ -142,19 +143,16 @@ pub fn run_fixed_suite_with_progress(
                                     layout: case.layout_label(),
                                     ..head
                                 };
-                                match rig.run(&case) {
-                                    Ok(outcome) => {
-                                        let mut judgement = Oracle.judge(&case, route, &outcome);
+                                match run_case(rig, route, &case, JudgedAs::Inside, None) {
+                                    CaseRun::Judged(mut judgement, _) => {
                                         judgement.unchecked.push(Unchecked {
                                             rule: Rule::CapabilityHonesty,
                                             reason: BUILTIN_HONESTY.to_owned(),
                                         });
                                         CaseResult::judged(head, judgement)
                                     }
-                                    Err(HarnessError::Unavailable { reason }) => {
-                                        CaseResult::skipped(head, reason)
-                                    }
-                                    Err(error) => {
+                                    CaseRun::Skipped(reason) => CaseResult::skipped(head, reason),
+                                    CaseRun::NotRun(error) => {
                                         CaseResult::setup_failure(head, error.to_string())
                                     }
                                 }

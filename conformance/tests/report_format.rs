@@ -135,7 +135,35 @@ fn the_suite_run_json_is_documented_field_by_field() {
     expected.expected_errors = vec!["sim0: injected device fault: copy refused".to_owned()];
     report.push(expected);
     let sample = serde_json::to_value(&report).unwrap();
-    check("Suite run", &[sample]);
+    // A ProviderSuite's report: its fixed and outside cases carry the
+    // recipe that replays them alone.
+    let suite = tenferro_transfer_conformance::ProviderSuite::new(
+        "sim-upload",
+        tenferro_transfer_conformance::Level::V1,
+    )
+    .route(
+        "upload",
+        tenferro_transfer_conformance::harness::Route::host_to_sim,
+        |route| {
+            let Some(device) = route
+                .destination()
+                .downcast::<tenferro_transfer_conformance::mock_devices::SimDevice>()
+            else {
+                return Err("a simulated destination".into());
+            };
+            Ok(std::sync::Arc::new(
+                tenferro_transfer_conformance::mock_devices::SimUpload::new(device.clone()),
+            ) as _)
+        },
+    )
+    .capabilities(
+        tenferro_transfer_conformance::harness::strategy::Capabilities::all()
+            .dtypes([DType::F32])
+            .max_elements(64),
+    )
+    .seed(5);
+    let suite_sample = serde_json::to_value(suite.run()).unwrap();
+    check("Suite run", &[sample, suite_sample]);
 }
 
 #[test]

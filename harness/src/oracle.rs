@@ -11,7 +11,7 @@ use crate::{
 };
 
 /// One broken rule, with a message precise enough to act on.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, serde::Deserialize)]
 pub struct Violation {
     /// The rule broken.
     pub rule: Rule,

@@ -14,11 +14,12 @@ use arbitrary::{Arbitrary, Unstructured};
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
-    HarnessError, Judgement, Oracle, OutsideCase, Route, Violation, Watchdog,
+    HarnessError, OutsideCase, Route, Violation, Watchdog,
 };
 
 use super::ProviderSuite;
 use crate::generated::{REPLAY_ENV, shell_quote};
+use crate::runner::{CaseRun, JudgedAs, run_case};
 
 /// The most cases one fuzz input runs, in order, on one rig.
 pub const MAX_FUZZ_CALLS: usize = 4;
@@ -230,21 +231,21 @@ impl SuiteFuzzer {
             let case = recipe.case().map_err(|error| setup(error.to_string()))?;
             let outside = OutsideCase::of(recipe.clone(), capabilities)
                 .map_err(|error| setup(error.to_string()))?;
-            let outcome = match rig.run(&case) {
-                Ok(outcome) => outcome,
+            let judged_as = match &outside {
+                Some(outside) => JudgedAs::Outside(outside),
+                None => JudgedAs::Inside,
+            };
+            let judgement = match run_case(rig, route, &case, judged_as, None) {
+                CaseRun::Judged(judgement, _) => judgement,
                 // A case the route cannot run here (a layout its source
                 // does not stage): skipped, never a pass.
-                Err(HarnessError::Unavailable { .. }) => {
+                CaseRun::Skipped(_) => {
                     self.stats.unavailable += 1;
                     continue;
                 }
-                Err(error) => return Err(setup(error.to_string())),
+                CaseRun::NotRun(error) => return Err(setup(error.to_string())),
             };
             self.stats.cases += 1;
-            let judgement: Judgement = match outside {
-                Some(outside) => Oracle.judge_outside(&outside, route, &outcome),
-                None => Oracle.judge(&case, route, &outcome),
-            };
             let violations: Vec<Violation> = judgement
                 .violations
                 .into_iter()

@@ -20,7 +20,7 @@ use tenferro_transfer_harness::strategy::{
 };
 use tenferro_transfer_harness::{
     Case, DEFAULT_DEADLINE, HarnessError, Judgement, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
-    MAX_EXCEEDED_RANK, Oracle, OutsideCase, Route, Rule, Unchecked, Watchdog, panic_message,
+    MAX_EXCEEDED_RANK, OutsideCase, Route, Rule, Unchecked, Watchdog, panic_message,
 };
 
 mod fuzz;
@@ -35,6 +35,7 @@ pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
 use crate::report::{CaseResult, Report, RowHead, ViolationRow};
+use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes};
 use verdict::check_rule;
 
@@ -451,18 +452,12 @@ impl ProviderSuite {
             let row = match parsed {
                 Ok((recipe, case, outside)) => {
                     let head = self.case_head(name, &label, &case);
-                    match (rig.run(&case), outside) {
-                        (Ok(outcome), Some(outside)) => {
-                            self.row(head, Oracle.judge_outside(&outside, &route, &outcome), None)
-                        }
-                        (Ok(outcome), None) => self.row(
-                            head,
-                            Oracle.judge(&case, &route, &outcome),
-                            Some(&honesty_unchecked),
-                        ),
-                        (Err(error), _) => could_not_run(head, error),
-                    }
-                    .with_replay(&recipe)
+                    let (judged_as, honesty) = match &outside {
+                        Some(outside) => (JudgedAs::Outside(outside), None),
+                        None => (JudgedAs::Inside, Some(honesty_unchecked.as_str())),
+                    };
+                    let run = run_case(&mut rig, &route, &case, judged_as, None);
+                    self.case_row(head, run, honesty).with_replay(&recipe)
                 }
                 Err(error) => CaseResult::setup_failure(
                     self.head(name, label.clone()),
@@ -494,16 +489,10 @@ impl ProviderSuite {
                 }
             };
             let head = self.case_head(name, &label, &case);
+            let run = run_case(&mut rig, &route, &case, JudgedAs::Inside, None);
             rows.push(
-                match rig.run(&case) {
-                    Ok(outcome) => self.row(
-                        head,
-                        Oracle.judge(&case, &route, &outcome),
-                        Some(&honesty_unchecked),
-                    ),
-                    Err(error) => could_not_run(head, error),
-                }
-                .with_replay(&recipe),
+                self.case_row(head, run, Some(&honesty_unchecked))
+                    .with_replay(&recipe),
             );
         }
         let run = RouteRun {
@@ -522,15 +511,14 @@ impl ProviderSuite {
                 layout: format!("{} [outside: {}]", outside.case.layout_label(), outside.why),
                 ..self.case_head(name, &label, &outside.case)
             };
-            rows.push(
-                match rig.run(&outside.case) {
-                    Ok(outcome) => {
-                        self.row(head, Oracle.judge_outside(outside, &route, &outcome), None)
-                    }
-                    Err(error) => could_not_run(head, error),
-                }
-                .with_replay(&outside.recipe),
+            let run = run_case(
+                &mut rig,
+                &route,
+                &outside.case,
+                JudgedAs::Outside(outside),
+                None,
             );
+            rows.push(self.case_row(head, run, None).with_replay(&outside.recipe));
         }
         rows
     }
@@ -557,6 +545,18 @@ impl ProviderSuite {
             })
             .collect();
         (kept, unchecked)
+    }
+
+    /// The row of one run of the runner: a judged case as [`row`](Self::row)
+    /// makes it, a skip with the reason where the route cannot run the case
+    /// here (a layout the device does not stage, say), a failed setup where
+    /// the harness could not run it.
+    fn case_row(&self, head: RowHead, run: CaseRun, honesty_unchecked: Option<&str>) -> CaseResult {
+        match run {
+            CaseRun::Judged(judgement, _) => self.row(head, judgement, honesty_unchecked),
+            CaseRun::Skipped(reason) => CaseResult::skipped(head, reason),
+            CaseRun::NotRun(error) => CaseResult::setup_failure(head, error.to_string()),
+        }
     }
 
     /// A row from a judgement, with the rules outside the pinned level
@@ -731,16 +731,6 @@ impl ProviderSuite {
             }
             RuleVerdict::Fail(text) => panic!("{text}"),
         }
-    }
-}
-
-/// The row of a case the rig could not run: a skip with the reason when
-/// the route cannot run it here (a layout the device does not stage, say),
-/// a failed setup otherwise.
-fn could_not_run(head: RowHead, error: HarnessError) -> CaseResult {
-    match error {
-        HarnessError::Unavailable { reason } => CaseResult::skipped(head, reason),
-        error => CaseResult::setup_failure(head, error.to_string()),
     }
 }
 

@@ -12,11 +12,12 @@ use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::{Capabilities, ViewKinds};
 use tenferro_transfer_harness::{
-    CapabilityGate, Case, Endpoint, HostEndpoint, Judgement, Oracle, Route, Rule, Watchdog,
+    CapabilityGate, Case, Endpoint, HostEndpoint, Judgement, Route, Rule, Watchdog,
 };
 
 use super::catalogue::{SELFTEST_DEADLINE, always, catalogue, device_faults};
 use super::report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
+use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::{BuiltinProvider, fixed_shapes};
 
 #[derive(Default)]
@@ -37,6 +38,24 @@ impl Tally {
         self.missed += 1;
         if self.examples.len() < 3 {
             self.examples.push(example);
+        }
+    }
+
+    /// Tally one run of the runner: a judged case is recorded (a
+    /// disagreement with the runtime counted), a case the route cannot run
+    /// here (a view of CUDA memory) is neither caught nor missed, and one
+    /// the harness could not run counts as missed.
+    fn run(&mut self, plan: &Exercise<'_>, run: CaseRun, context: &str, disagreements: &mut usize) {
+        match run {
+            CaseRun::Judged(judgement, _) => {
+                if self.record(plan, &judgement, context) {
+                    *disagreements += 1;
+                }
+            }
+            CaseRun::Skipped(_) => {}
+            CaseRun::NotRun(error) => {
+                self.could_not_run(format!("could not run {context}: {error}"))
+            }
         }
     }
 
@@ -142,26 +161,8 @@ fn exercise(
                 continue;
             }
             let context = format!("{} {dtype:?} {}", route.label(), shape.name);
-            if let Some(faults) = plan.plan {
-                install(route, faults);
-            }
-            let outcome = rig.run(&case);
-            if plan.plan.is_some() {
-                install(route, &FaultPlan::new());
-            }
-            match outcome {
-                Ok(outcome) => {
-                    if tally.record(plan, &Oracle.judge(&case, route, &outcome), &context) {
-                        *disagreements += 1;
-                    }
-                }
-                // A case outside the route's known limits (a view of CUDA
-                // memory) is not run, so it is neither caught nor missed.
-                Err(error) if error.is_skip() => {}
-                Err(error) => {
-                    tally.could_not_run(format!("could not run {context}: {error}"));
-                }
-            }
+            let run = run_case(&mut rig, route, &case, JudgedAs::Inside, plan.plan);
+            tally.run(plan, run, &context, disagreements);
         }
     }
 }
@@ -251,17 +252,14 @@ fn exercise_outside(
             outside.case.shape(),
             outside.why
         );
-        match rig.run(&outside.case) {
-            Ok(outcome) => {
-                let judgement = Oracle.judge_outside(outside, route, &outcome);
-                if tally.record(&plan, &judgement, &context) {
-                    *disagreements += 1;
-                }
-            }
-            Err(error) => {
-                tally.could_not_run(format!("could not run {context}: {error}"));
-            }
-        }
+        let run = run_case(
+            &mut rig,
+            route,
+            &outside.case,
+            JudgedAs::Outside(outside),
+            None,
+        );
+        tally.run(&plan, run, &context, disagreements);
     }
 }
 
