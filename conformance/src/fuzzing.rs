@@ -34,8 +34,7 @@ use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
-    Case, HarnessError, HostProvider, Judgement, Outcome, Route, Rule, RuntimeVerdict,
-    Watchdog,
+    Case, HarnessError, HostProvider, Judgement, Outcome, Route, Rule, RuntimeVerdict, Watchdog,
 };
 
 use crate::selftest::{

@@ -1,6 +1,7 @@
 //! The generated suite: proptest-drawn cases through a built-in provider,
 //! shrunk to one minimal failing case with a command that replays it.
 
+use crate::record::CaseOutcome;
 use crate::runner::run_recipe;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -194,38 +195,12 @@ pub(crate) fn drawn_seed() -> u64 {
     hasher.finish()
 }
 
-/// Every violation of `recipe`'s case, or one [`SETUP`](crate::SETUP) row
-/// when the case could not be built or run.
-fn violations_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Judged {
+/// What became of `recipe`'s case: judged, or not set up when it could not
+/// be built or run.
+fn violations_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseOutcome {
     match judge(rig, route, recipe) {
-        Ok(judgement) => Judged {
-            violations: judgement
-                .violations
-                .iter()
-                .map(ViolationRow::from)
-                .collect(),
-            unchecked: judgement.unchecked,
-        },
-        Err(message) => Judged::setup(message),
-    }
-}
-
-/// One case's violations (empty: it passed) and the rules left unchecked.
-struct Judged {
-    violations: Vec<ViolationRow>,
-    unchecked: Vec<Unchecked>,
-}
-
-impl Judged {
-    /// A case that could not be built or run: one [`SETUP`](crate::SETUP) row.
-    fn setup(message: String) -> Self {
-        Self {
-            violations: vec![ViolationRow {
-                rule: crate::SETUP.into(),
-                message,
-            }],
-            unchecked: Vec::new(),
-        }
+        Ok(judgement) => CaseOutcome::judged(judgement),
+        Err(message) => CaseOutcome::NotSetUp { message },
     }
 }
 
@@ -237,27 +212,31 @@ pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// A case that failed, with the violations it had when it failed: never
-/// empty, by construction.
+/// A case that failed, with what became of it when it failed: a rule
+/// broken or a case not set up, never a pass, by construction.
 #[derive(Clone, Debug)]
 pub(crate) struct FailedCase {
     /// The case.
     pub recipe: Recipe,
-    /// Its violations when it failed (at least one).
-    pub violations: Vec<ViolationRow>,
-    /// The rules it left unchecked (a rule the failure did not name was
-    /// not necessarily checked: a pending copy leaves `values` unjudged).
-    pub unchecked: Vec<Unchecked>,
+    /// Its outcome when it failed ([`CaseOutcome::failed`]); the rules it
+    /// left unchecked stay in it (a rule the failure did not name was not
+    /// necessarily checked: a pending copy leaves `values` unjudged).
+    pub outcome: CaseOutcome,
 }
 
 impl FailedCase {
-    /// `Some` only when there is a violation.
-    fn new(recipe: Recipe, judged: Judged) -> Option<Self> {
-        (!judged.violations.is_empty()).then_some(Self {
-            recipe,
-            violations: judged.violations,
-            unchecked: judged.unchecked,
-        })
+    /// `Some` only when the case failed.
+    fn new(recipe: Recipe, outcome: CaseOutcome) -> Option<Self> {
+        outcome.failed().then_some(Self { recipe, outcome })
+    }
+
+    /// The message of its first violation.
+    fn first_message(&self) -> String {
+        self.outcome
+            .violation_rows()
+            .first()
+            .map(|row| row.message.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -371,15 +350,18 @@ pub(crate) fn generate(
         let judged = violations_of(&mut rig.borrow_mut(), route, &recipe);
         let mut everywhere = unchecked.borrow_mut();
         match everywhere.as_mut() {
-            None => *everywhere = Some(judged.unchecked.clone()),
-            Some(kept) => {
-                kept.retain(|item| judged.unchecked.iter().any(|other| other.rule == item.rule))
-            }
+            None => *everywhere = Some(judged.unchecked().to_vec()),
+            Some(kept) => kept.retain(|item| {
+                judged
+                    .unchecked()
+                    .iter()
+                    .any(|other| other.rule == item.rule)
+            }),
         }
         match FailedCase::new(recipe, judged) {
             None => Ok(()),
             Some(failed) => {
-                let message = failed.violations[0].message.clone();
+                let message = failed.first_message();
                 first.borrow_mut().get_or_insert_with(|| failed.clone());
                 *latest.borrow_mut() = Some(failed);
                 Err(TestCaseError::fail(message))
@@ -402,9 +384,9 @@ pub(crate) fn generate(
                 // a persisted regression could): keep it as a failure.
                 (None, None) => FailedCase::new(
                     minimal,
-                    Judged::setup(
-                        "proptest reported a failing case that passed when judged".into(),
-                    ),
+                    CaseOutcome::NotSetUp {
+                        message: "proptest reported a failing case that passed when judged".into(),
+                    },
                 )
                 .map(Found::Reproduced),
             }
@@ -416,7 +398,9 @@ pub(crate) fn generate(
                 tenferro_transfer_harness::Layout::Owned,
                 tenferro_transfer_harness::strategy::ValueSource::Seeded,
             ),
-            Judged::setup(format!("proptest aborted: {reason}")),
+            CaseOutcome::NotSetUp {
+                message: format!("proptest aborted: {reason}"),
+            },
         )
         .map(Found::Reproduced),
     };
@@ -509,7 +493,7 @@ pub fn run_generated(
                 ),
                 nondeterministic: found.nondeterminism(),
                 minimal: shown.recipe,
-                violations: shown.violations,
+                violations: shown.outcome.violation_rows(),
             }
         }),
     })

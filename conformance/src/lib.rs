@@ -24,6 +24,7 @@ mod level;
 pub mod prelude;
 pub mod progress;
 mod provider_suite;
+pub mod record;
 mod report;
 mod runner;
 pub mod selftest;

@@ -147,13 +147,15 @@ fn the_suite_run_json_is_documented_field_by_field() {
         |route| {
             let Some(device) = route
                 .destination()
-                .downcast::<tenferro_transfer_conformance::mock_devices::SimDevice>()
-            else {
+                .downcast::<tenferro_transfer_conformance::mock_devices::SimDevice>(
+            ) else {
                 return Err("a simulated destination".into());
             };
-            Ok(std::sync::Arc::new(
-                tenferro_transfer_conformance::mock_devices::SimUpload::new(device.clone()),
-            ) as _)
+            Ok(
+                std::sync::Arc::new(tenferro_transfer_conformance::mock_devices::SimUpload::new(
+                    device.clone(),
+                )) as _,
+            )
         },
     )
     .capabilities(

@@ -13,9 +13,7 @@ use std::sync::Arc;
 use arbitrary::{Arbitrary, Unstructured};
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{
-    HarnessError, OutsideCase, Route, Violation, Watchdog,
-};
+use tenferro_transfer_harness::{HarnessError, OutsideCase, Route, Violation, Watchdog};
 
 use super::ProviderSuite;
 use crate::generated::{REPLAY_ENV, shell_quote};

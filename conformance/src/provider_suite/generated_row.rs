@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
-use tenferro_transfer_harness::Judgement;
+use tenferro_transfer_harness::{Judgement, Violation};
 
 use super::{ProviderSuite, RouteRun};
 use crate::generated::{GeneratedOptions, REPLAY_ENV, SEED_ENV, generate, shell_quote};
-use crate::report::{CaseResult, RowHead, ViolationRow};
+use crate::record::{CaseOutcome, CaseRecord, Origin};
+use crate::report::RowHead;
 
 impl ProviderSuite {
     /// One row for the whole generated run.
@@ -17,8 +18,12 @@ impl ProviderSuite {
     /// row is `fail` with at least one violation whether or not the minimal
     /// case failed again on replay; a failure that did not reproduce says
     /// so ("nondeterministic: failed on case X, passed on replay").
-    pub(super) fn generated_row(&self, run: &RouteRun<'_>) -> CaseResult {
+    pub(super) fn generated_row(&self, run: &RouteRun<'_>) -> CaseRecord {
         let base = self.head(run.name, run.route.label());
+        let origin = Origin::Generated {
+            seed: run.seed,
+            profile: run.profile,
+        };
         let options = GeneratedOptions {
             seed: Some(run.seed),
             deadline: self.deadline,
@@ -32,14 +37,25 @@ impl ProviderSuite {
             &options,
         ) {
             Ok(generation) => generation,
-            Err(error) => return CaseResult::setup_failure(base, error.to_string()),
+            Err(error) => {
+                return CaseRecord::new(
+                    run.name,
+                    origin,
+                    base,
+                    CaseOutcome::NotSetUp {
+                        message: error.to_string(),
+                    },
+                );
+            }
         };
         let summary = format!(
             "generated: {} cases, {} profile, seed {}",
             generation.cases, run.profile, generation.seed
         );
         let Some(found) = generation.failure else {
-            return self.row(
+            return self.judged_record(
+                run.name,
+                origin,
                 RowHead {
                     layout: summary,
                     ..base
@@ -70,24 +86,36 @@ impl ProviderSuite {
             self.cargo_test(),
             run.name
         );
-        let violations: Vec<ViolationRow> = shown
-            .violations
-            .iter()
-            .map(|violation| ViolationRow {
-                message: match &note {
-                    None => format!("{}\n  {replay}", violation.message),
-                    Some(note) => format!(
-                        "{}\n  {note}\n  {replay} (the case alone may pass: it did on replay)",
-                        violation.message
-                    ),
-                },
-                ..violation.clone()
-            })
-            .collect();
-        let (violations, mut unchecked) = self.within_level(violations);
-        // What the failing case left unjudged stays unjudged: a rule its
-        // failure does not name was not thereby checked.
-        unchecked.extend(shown.unchecked.iter().cloned());
-        CaseResult::from_violations(head, violations, unchecked)
+        let decorate = |message: &str| match &note {
+            None => format!("{message}\n  {replay}"),
+            Some(note) => format!(
+                "{message}\n  {note}\n  {replay} (the case alone may pass: it did on replay)"
+            ),
+        };
+        let outcome = match &shown.outcome {
+            CaseOutcome::NotSetUp { message } => CaseOutcome::NotSetUp {
+                message: decorate(message),
+            },
+            outcome => {
+                let violations: Vec<Violation> = outcome
+                    .violations()
+                    .iter()
+                    .map(|violation| Violation {
+                        rule: violation.rule,
+                        message: decorate(&violation.message),
+                    })
+                    .collect();
+                let (violations, mut unchecked) = self.within_level(violations);
+                // What the failing case left unjudged stays unjudged: a
+                // rule its failure does not name was not thereby checked.
+                unchecked.extend(outcome.unchecked().iter().cloned());
+                CaseOutcome::judged(Judgement {
+                    violations,
+                    unchecked,
+                    ..Judgement::default()
+                })
+            }
+        };
+        CaseRecord::new(run.name, origin, head, outcome)
     }
 }

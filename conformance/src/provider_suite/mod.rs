@@ -20,7 +20,7 @@ use tenferro_transfer_harness::strategy::{
 };
 use tenferro_transfer_harness::{
     Case, DEFAULT_DEADLINE, HarnessError, Judgement, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
-    MAX_EXCEEDED_RANK, OutsideCase, Route, Rule, Unchecked, Watchdog, panic_message,
+    MAX_EXCEEDED_RANK, OutsideCase, Route, Rule, Unchecked, Violation, Watchdog, panic_message,
 };
 
 mod fuzz;
@@ -34,7 +34,8 @@ pub use shared_run::{NEXTEST_RUN_ID_ENV, REPORT_FILE_ENV};
 pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
 use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
-use crate::report::{CaseResult, Report, RowHead, ViolationRow};
+use crate::record::{CaseOutcome, CaseRecord, Origin};
+use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes};
 use verdict::check_rule;
@@ -301,10 +302,11 @@ impl ProviderSuite {
     }
 
     fn run_routes(&self, replay: Option<&str>) -> Report {
-        let mut report = Report::default();
+        let mut records = Vec::new();
         if self.routes.is_empty() {
-            report.push(CaseResult::setup_failure(
-                self.head("?", String::new()),
+            records.push(self.setup_record(
+                "?",
+                String::new(),
                 format!(
                     "provider `{}` declares no route; add one with ProviderSuite::route",
                     self.name
@@ -313,26 +315,33 @@ impl ProviderSuite {
         }
         for declared in &self.routes {
             for error in &self.declaration_errors {
-                report.push(CaseResult::setup_failure(
-                    self.head(&declared.name, String::new()),
-                    error.clone(),
-                ));
+                records.push(self.setup_record(&declared.name, String::new(), error.clone()));
             }
-            let rows = catch_unwind(AssertUnwindSafe(|| self.run_route(declared, replay)))
+            let route_records = catch_unwind(AssertUnwindSafe(|| self.run_route(declared, replay)))
                 .unwrap_or_else(|payload| {
-                    vec![CaseResult::setup_failure(
-                        self.head(&declared.name, String::new()),
+                    vec![self.setup_record(
+                        &declared.name,
+                        String::new(),
                         format!(
                             "the suite itself panicked (a harness bug; please report it): {}",
                             panic_message(payload.as_ref())
                         ),
                     )]
                 });
-            for row in rows {
-                report.push(row);
-            }
+            records.extend(route_records);
         }
-        report
+        Report::from_records(records)
+    }
+
+    /// A record of route `route` (labelled `label`) that could not be set
+    /// up: it fails every rule test of the route with `message`.
+    fn setup_record(&self, route: &str, label: String, message: String) -> CaseRecord {
+        CaseRecord::new(
+            route,
+            Origin::Route,
+            self.head(route, label),
+            CaseOutcome::NotSetUp { message },
+        )
     }
 
     fn head(&self, route: &str, label: String) -> RowHead {
@@ -366,11 +375,9 @@ impl ProviderSuite {
         }
     }
 
-    fn run_route(&self, declared: &DeclaredRoute, replay: Option<&str>) -> Vec<CaseResult> {
+    fn run_route(&self, declared: &DeclaredRoute, replay: Option<&str>) -> Vec<CaseRecord> {
         let name = declared.name.as_str();
-        let setup = |label: String, message: String| {
-            vec![CaseResult::setup_failure(self.head(name, label), message)]
-        };
+        let setup = |label: String, message: String| vec![self.setup_record(name, label, message)];
         if !is_identifier(name) {
             return setup(
                 String::new(),
@@ -391,9 +398,13 @@ impl ProviderSuite {
             // is a skip with the reason, as in the CLI; where the user
             // requires the device, the error is a failure instead.
             Ok(Err(HarnessError::Unavailable { reason })) => {
-                return vec![CaseResult::skipped(
+                return vec![CaseRecord::new(
+                    name,
+                    Origin::Route,
                     self.head(name, String::new()),
-                    format!("the route cannot run here: {reason}"),
+                    CaseOutcome::Skipped {
+                        reason: format!("the route cannot run here: {reason}"),
+                    },
                 )];
             }
             Ok(Err(error)) => {
@@ -457,10 +468,12 @@ impl ProviderSuite {
                         None => (JudgedAs::Inside, Some(honesty_unchecked.as_str())),
                     };
                     let run = run_case(&mut rig, &route, &case, judged_as, None);
-                    self.case_row(head, run, honesty).with_replay(&recipe)
+                    self.case_record(name, Origin::Replayed, head, run, honesty)
+                        .with_replay(&recipe)
                 }
-                Err(error) => CaseResult::setup_failure(
-                    self.head(name, label.clone()),
+                Err(error) => self.setup_record(
+                    name,
+                    label.clone(),
                     format!("the replayed recipe is not valid: {error}"),
                 ),
             };
@@ -481,9 +494,13 @@ impl ProviderSuite {
                 Ok(case) if capabilities.admits(&case) => case,
                 Ok(_) => continue,
                 Err(error) => {
-                    rows.push(CaseResult::setup_failure(
+                    rows.push(CaseRecord::new(
+                        name,
+                        Origin::Fixed,
                         self.head(name, label.clone()),
-                        error.to_string(),
+                        CaseOutcome::NotSetUp {
+                            message: error.to_string(),
+                        },
                     ));
                     continue;
                 }
@@ -491,7 +508,7 @@ impl ProviderSuite {
             let head = self.case_head(name, &label, &case);
             let run = run_case(&mut rig, &route, &case, JudgedAs::Inside, None);
             rows.push(
-                self.case_row(head, run, Some(&honesty_unchecked))
+                self.case_record(name, Origin::Fixed, head, run, Some(&honesty_unchecked))
                     .with_replay(&recipe),
             );
         }
@@ -518,68 +535,79 @@ impl ProviderSuite {
                 JudgedAs::Outside(outside),
                 None,
             );
-            rows.push(self.case_row(head, run, None).with_replay(&outside.recipe));
+            let origin = Origin::Outside {
+                why: outside.why.clone(),
+            };
+            rows.push(
+                self.case_record(name, origin, head, run, None)
+                    .with_replay(&outside.recipe),
+            );
         }
         rows
     }
 
-    /// `violations` split into those of rules of the pinned level (and
-    /// setup failures), and the rules outside it, reported as not checked.
-    fn within_level(&self, violations: Vec<ViolationRow>) -> (Vec<ViolationRow>, Vec<Unchecked>) {
+    /// `violations` split into those of rules of the pinned level, and the
+    /// rules outside it, reported as not checked.
+    fn within_level(&self, violations: Vec<Violation>) -> (Vec<Violation>, Vec<Unchecked>) {
         let level = self.level;
-        let mut unchecked = Vec::new();
-        let kept = violations
+        let (kept, dropped): (Vec<_>, Vec<_>) = violations
             .into_iter()
-            .filter(|violation| {
-                match violation.rule.parse::<Rule>() {
-                    Ok(rule) if !level.includes(rule) => {
-                        unchecked.push(Unchecked {
-                            rule,
-                            reason: format!("not part of the pinned level {level}"),
-                        });
-                        false
-                    }
-                    // A rule of the level, or a setup failure.
-                    _ => true,
-                }
+            .partition(|violation| level.includes(violation.rule));
+        let unchecked = dropped
+            .into_iter()
+            .map(|violation| Unchecked {
+                rule: violation.rule,
+                reason: format!("not part of the pinned level {level}"),
             })
             .collect();
         (kept, unchecked)
     }
 
-    /// The row of one run of the runner: a judged case as [`row`](Self::row)
-    /// makes it, a skip with the reason where the route cannot run the case
-    /// here (a layout the device does not stage, say), a failed setup where
-    /// the harness could not run it.
-    fn case_row(&self, head: RowHead, run: CaseRun, honesty_unchecked: Option<&str>) -> CaseResult {
+    /// The record of one run of the runner: a judged case as
+    /// [`judged_record`](Self::judged_record) makes it, a skip with the
+    /// reason where the route cannot run the case here (a layout the device
+    /// does not stage, say), a failed setup where the harness could not
+    /// run it.
+    fn case_record(
+        &self,
+        route: &str,
+        origin: Origin,
+        head: RowHead,
+        run: CaseRun,
+        honesty_unchecked: Option<&str>,
+    ) -> CaseRecord {
         match run {
-            CaseRun::Judged(judgement, _) => self.row(head, judgement, honesty_unchecked),
-            CaseRun::Skipped(reason) => CaseResult::skipped(head, reason),
-            CaseRun::NotRun(error) => CaseResult::setup_failure(head, error.to_string()),
+            CaseRun::Judged(judgement, _) => {
+                self.judged_record(route, origin, head, judgement, honesty_unchecked)
+            }
+            CaseRun::Skipped(reason) => {
+                CaseRecord::new(route, origin, head, CaseOutcome::Skipped { reason })
+            }
+            CaseRun::NotRun(error) => CaseRecord::new(
+                route,
+                origin,
+                head,
+                CaseOutcome::NotSetUp {
+                    message: error.to_string(),
+                },
+            ),
         }
     }
 
-    /// A row from a judgement, with the rules outside the pinned level
+    /// A record of a judgement, with the rules outside the pinned level
     /// reported as not checked, and `capability-honesty` marked unchecked
     /// (for `honesty_unchecked`'s reason) on a case inside the capabilities.
-    fn row(
+    fn judged_record(
         &self,
+        route: &str,
+        origin: Origin,
         head: RowHead,
         mut judgement: Judgement,
         honesty_unchecked: Option<&str>,
-    ) -> CaseResult {
-        let level = self.level;
-        let (kept, dropped): (Vec<_>, Vec<_>) = judgement
-            .violations
-            .into_iter()
-            .partition(|violation| level.includes(violation.rule));
+    ) -> CaseRecord {
+        let (kept, unchecked) = self.within_level(std::mem::take(&mut judgement.violations));
         judgement.violations = kept;
-        for violation in dropped {
-            judgement.unchecked.push(Unchecked {
-                rule: violation.rule,
-                reason: format!("not part of the pinned level {level}"),
-            });
-        }
+        judgement.unchecked.extend(unchecked);
         if let Some(reason) = honesty_unchecked
             && !judgement
                 .unchecked
@@ -591,7 +619,7 @@ impl ProviderSuite {
                 reason: reason.to_owned(),
             });
         }
-        CaseResult::judged(head, judgement)
+        CaseRecord::judged(route, origin, head, judgement)
     }
 
     /// The verdict of `rule` on the route called `route` in `report` (a

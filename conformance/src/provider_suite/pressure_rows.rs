@@ -5,11 +5,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use tenferro_transfer_harness::Judgement;
+use tenferro_transfer_harness::{Judgement, Violation};
 
 use super::{ProviderSuite, RouteRun};
 use crate::concurrency::{Call, ConcurrencyOptions, Pressure, drive, replay_alone};
-use crate::report::{CaseResult, RowHead, SETUP, ViolationRow};
+use crate::record::{CaseOutcome, CaseRecord, Origin};
+use crate::report::{RowHead, SETUP};
 
 /// How many failing calls get a row of their own, beyond one per rule
 /// broken (every rule broken always gets one).
@@ -20,7 +21,8 @@ impl ProviderSuite {
     /// one failing row per listed failing call (the first few, and the
     /// first that broke each rule), each naming its thread, the calls in
     /// flight beside it and how to replay it.
-    pub(super) fn pressure_rows(&self, run: &RouteRun<'_>) -> Vec<CaseResult> {
+    pub(super) fn pressure_rows(&self, run: &RouteRun<'_>) -> Vec<CaseRecord> {
+        let origin = Origin::Concurrent { seed: run.seed };
         let options = ConcurrencyOptions {
             seed: run.seed,
             deadline: self.deadline,
@@ -42,11 +44,22 @@ impl ProviderSuite {
             &options,
         ) {
             Ok(pressure) => pressure,
-            Err(error) => return vec![CaseResult::setup_failure(base, error.to_string())],
+            Err(error) => {
+                return vec![CaseRecord::new(
+                    run.name,
+                    origin,
+                    base,
+                    CaseOutcome::NotSetUp {
+                        message: error.to_string(),
+                    },
+                )];
+            }
         };
         let failing: Vec<&Call> = pressure.failures().collect();
         if failing.is_empty() {
-            return vec![self.row(
+            return vec![self.judged_record(
+                run.name,
+                origin,
                 RowHead {
                     layout: format!("{summary}: {} calls", pressure.calls.len()),
                     ..base
@@ -74,21 +87,27 @@ impl ProviderSuite {
                 &call.recipe,
             );
             let account = pressure.account(call, &alone, run.name);
-            let mut violations: Vec<ViolationRow> = match &call.judged {
-                Ok(judgement) => judgement
-                    .violations
-                    .iter()
-                    .map(ViolationRow::from)
-                    .collect(),
-                Err(message) => vec![ViolationRow {
-                    rule: SETUP.to_owned(),
-                    message: message.clone(),
-                }],
+            let outcome = match &call.judged {
+                Ok(judgement) => {
+                    let violations: Vec<Violation> = judgement
+                        .violations
+                        .iter()
+                        .map(|violation| Violation {
+                            rule: violation.rule,
+                            message: format!("{}\n  {account}", violation.message),
+                        })
+                        .collect();
+                    let (violations, unchecked) = self.within_level(violations);
+                    CaseOutcome::judged(Judgement {
+                        violations,
+                        unchecked,
+                        ..Judgement::default()
+                    })
+                }
+                Err(message) => CaseOutcome::NotSetUp {
+                    message: format!("{message}\n  {account}"),
+                },
             };
-            for violation in &mut violations {
-                violation.message = format!("{}\n  {account}", violation.message);
-            }
-            let (violations, unchecked) = self.within_level(violations);
             let layout = format!(
                 "{summary}; thread {} call {} repeat {}; {}{}",
                 call.thread,
@@ -101,15 +120,16 @@ impl ProviderSuite {
                     String::new()
                 }
             );
-            rows.push(CaseResult::from_violations(
+            rows.push(CaseRecord::new(
+                run.name,
+                origin.clone(),
                 RowHead {
                     dtype: call.recipe.dtype.clone(),
                     shape: call.recipe.shape.clone(),
                     layout,
                     ..base.clone()
                 },
-                violations,
-                unchecked,
+                outcome,
             ));
         }
         rows

@@ -10,7 +10,8 @@
 //! an exclusive file lock, runs the suite and writes its report; the others
 //! wait on the lock and read that report.
 //!
-//! The report is kept in `transfer-conformance-runs/` beside the test
+//! The run's typed records (`crate::record`) are kept, in JSON, in
+//! `transfer-conformance-runs/` beside the test
 //! binary, named by the binary, the nextest run id and a hash of every
 //! `TRANSFER_CONFORMANCE_*` and `TENFERRO_*` variable: a new nextest run, a
 //! rebuilt binary or a changed setting never reads an older report. Should
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::ProviderSuite;
+use crate::record::CaseRecord;
 use crate::report::{Report, ReportFormat};
 
 /// Set by nextest in every test process: one id per `cargo nextest run`.
@@ -91,9 +93,12 @@ impl ProviderSuite {
         // Exclusive: the first process runs the suite, the rest wait here.
         lock.lock()?;
         let path = folder.join(format!("{stem}.json"));
+        // The typed records are kept, not the rendered report: the rule
+        // tests read their verdicts from records.
         if let Ok(text) = fs::read_to_string(&path)
-            && let Ok(report) = serde_json::from_str::<Report>(&text)
+            && let Ok(records) = serde_json::from_str::<Vec<CaseRecord>>(&text)
         {
+            let report = Report::from_records(records);
             let _ = writeln!(
                 std::io::stderr(),
                 "transfer-conformance: read the suite's run of this binary ({})",
@@ -104,7 +109,7 @@ impl ProviderSuite {
         let report = self.run();
         write_report_file(&report);
         let partial = path.with_extension("partial");
-        fs::write(&partial, serde_json::to_string(&report)?)?;
+        fs::write(&partial, serde_json::to_string(report.records())?)?;
         fs::rename(&partial, &path)?;
         let _ = writeln!(
             std::io::stderr(),

@@ -1,13 +1,14 @@
-//! A rule's verdict on one route, read from the report's typed rows: what
-//! one macro-generated `#[test]` asserts.
+//! A rule's verdict on one route, read from the report's typed records
+//! (`crate::record`): what one macro-generated `#[test]` asserts.
 
 use std::collections::BTreeMap;
 
-use tenferro_transfer_harness::Rule;
+use tenferro_transfer_harness::{Rule, Violation};
 
 use crate::Level;
 use crate::generated::{REPLAY_ENV, shell_quote};
-use crate::report::{CaseResult, Report, Verdict, ViolationRow};
+use crate::record::{CaseOutcome, CaseRecord, Origin};
+use crate::report::Report;
 
 /// The verdict of one rule on one route, as a `#[test]` reports it.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -49,20 +50,23 @@ pub const NO_SKIP_ENV: &str = "TRANSFER_CONFORMANCE_NO_SKIP";
 /// How many failing cases a rule test lists before it summarises.
 pub(super) const LISTED_FAILURES: usize = 5;
 
-/// Whether `row` fails every rule test of `level`: it could not be set up,
-/// or it failed without a violation of any rule of the level (which
-/// [`Report::push`] already makes impossible; this keeps a report built by
-/// other means from failing in its summary while every rule test passes).
-fn fails_every_rule(row: &CaseResult, level: Level) -> bool {
-    row.is_setup_failure()
-        || (row.verdict == Verdict::Fail
-            && !row
-                .violations
-                .iter()
-                .any(|violation| level.rules().iter().any(|rule| rule.id() == violation.rule)))
+/// Whether `record` fails every rule test of `level`: it could not be set
+/// up, or it failed without a violation of any rule of the level (which
+/// the suite's records never do: it moves a rule outside the level to the
+/// unchecked ones; this keeps such a record from being lost).
+fn fails_every_rule(record: &CaseRecord, level: Level) -> bool {
+    match &record.outcome {
+        CaseOutcome::NotSetUp { .. } => true,
+        CaseOutcome::Failed { violations, .. } => !violations
+            .as_slice()
+            .iter()
+            .any(|violation| level.includes(violation.rule)),
+        _ => false,
+    }
 }
 
-/// The verdict of `rule` on the rows of route `route`.
+/// The verdict of `rule` on the records of route `route`, read from the
+/// typed records of `report` (never from its rendered rows).
 pub(super) fn check_rule(
     report: &Report,
     route: &str,
@@ -70,27 +74,38 @@ pub(super) fn check_rule(
     level: Level,
     cargo_test: &str,
 ) -> RuleVerdict {
-    let rows: Vec<&CaseResult> = report
-        .results
+    // Every rule test fails when the rows and the records disagree, so a
+    // row the summary counts can never pass unseen.
+    if report.records().len() != report.results.len() {
+        return RuleVerdict::Fail(format!(
+            "the report has {} row(s) but {} case record(s): check a report as ProviderSuite::run returned it (a report read back from JSON carries no records, and a row pushed afterwards has none)",
+            report.results.len(),
+            report.records().len()
+        ));
+    }
+    let records: Vec<&CaseRecord> = report
+        .records()
         .iter()
-        .filter(|row| row.route.split(' ').next() == Some(route))
+        .filter(|record| record.route == route)
         .collect();
-    let setup: Vec<&CaseResult> = rows
+    let setup: Vec<&CaseRecord> = records
         .iter()
         .copied()
-        .filter(|row| fails_every_rule(row, level))
+        .filter(|record| fails_every_rule(record, level))
         .collect();
-    let mut failing: Vec<(&CaseResult, &ViolationRow)> = rows
+    let mut failing: Vec<(&CaseRecord, &Violation)> = records
         .iter()
-        .flat_map(|row| {
-            row.violations
+        .flat_map(|record| {
+            record
+                .outcome
+                .violations()
                 .iter()
-                .filter(|violation| violation.rule == rule.id())
-                .map(move |violation| (*row, violation))
+                .filter(|violation| violation.rule == rule)
+                .map(move |violation| (*record, violation))
         })
         .collect();
     // The generated run's failure is minimal and replayable: list it first.
-    failing.sort_by_key(|(row, _)| !row.layout.starts_with("generated:"));
+    failing.sort_by_key(|(record, _)| !matches!(record.origin, Origin::Generated { .. }));
     if !failing.is_empty() || !setup.is_empty() {
         let mut text = format!(
             "rule {rule} failed on route {route}: {} case(s) broke it{}\n  rule: {}\n",
@@ -102,23 +117,21 @@ pub(super) fn check_rule(
             },
             rule.statement()
         );
-        for (row, violation) in failing.iter().take(LISTED_FAILURES) {
+        for (record, violation) in failing.iter().take(LISTED_FAILURES) {
+            let head = &record.head;
             text.push_str(&format!(
                 "\ncase: {} {:?} {}\n  {}\n",
-                row.dtype,
-                row.shape,
-                row.layout,
+                head.dtype,
+                head.shape,
+                head.layout,
                 violation.message.replace('\n', "\n  ")
             ));
-            match &row.replay {
-                Some(json) if !violation.message.contains("replay:") => {
-                    text.push_str(&format!(
-                        "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}\n",
-                        shell_quote(json),
-                        rule.id().replace('-', "_")
-                    ));
-                }
-                _ => {}
+            if let Some(json) = &record.replay {
+                text.push_str(&format!(
+                    "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}\n",
+                    shell_quote(json),
+                    rule.id().replace('-', "_")
+                ));
             }
         }
         if failing.len() > LISTED_FAILURES {
@@ -127,12 +140,12 @@ pub(super) fn check_rule(
                 failing.len() - LISTED_FAILURES
             ));
         }
-        for row in setup.iter().take(LISTED_FAILURES) {
-            for violation in &row.violations {
+        for record in setup.iter().take(LISTED_FAILURES) {
+            for row in record.outcome.violation_rows() {
                 text.push_str(&format!(
                     "\n{}: {}\n",
-                    violation.rule,
-                    violation.message.replace('\n', "\n  ")
+                    row.rule,
+                    row.message.replace('\n', "\n  ")
                 ));
             }
         }
@@ -140,22 +153,18 @@ pub(super) fn check_rule(
     }
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     let mut checked = 0;
-    for row in &rows {
-        match (
-            row.unchecked.iter().find(|item| item.rule == rule),
-            &row.skip_reason,
-        ) {
-            (Some(item), _) => *reasons.entry(item.reason.as_str()).or_default() += 1,
-            (None, None) => checked += 1,
-            (None, Some(reason)) => *reasons.entry(reason.as_str()).or_default() += 1,
+    for record in &records {
+        match record.outcome.why_unchecked(rule) {
+            Some(reason) => *reasons.entry(reason).or_default() += 1,
+            None => checked += 1,
         }
     }
     if checked > 0 {
         return RuleVerdict::Pass { cases: checked };
     }
-    if rows.is_empty() {
+    if records.is_empty() {
         return RuleVerdict::Fail(format!(
-            "route {route} has no rows in the report: it was not run"
+            "route {route} has no records in the report: it was not run"
         ));
     }
     let reasons: Vec<String> = reasons

@@ -15,6 +15,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use tenferro_transfer_harness::{Judgement, Unchecked, Violation};
 
+use crate::record::CaseRecord;
+
 pub use matrix::{Mark, RouteMatrix, RuleMatrix, RuleTally};
 
 /// A case's verdict.
@@ -195,7 +197,7 @@ impl CaseResult {
 }
 
 /// What identifies a row.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 pub struct RowHead {
     /// Provider name.
     pub provider: String,
@@ -243,9 +245,31 @@ pub struct Report {
     pub results: Vec<CaseResult>,
     /// Verdict counts.
     pub summary: Summary,
+    /// The typed records the rows were computed from (a `ProviderSuite`'s
+    /// run); not part of the JSON.
+    #[serde(skip)]
+    records: Vec<CaseRecord>,
 }
 
 impl Report {
+    /// The report of `records`: one row per record, computed from it, and
+    /// the summary of their outcomes. What a `ProviderSuite`'s run returns.
+    pub fn from_records(records: Vec<CaseRecord>) -> Self {
+        let mut report = Report::default();
+        for record in &records {
+            report.push(record.row());
+        }
+        report.records = records;
+        report
+    }
+
+    /// The typed records the rows were computed from: a `ProviderSuite`'s
+    /// run has one per row; a report built row by row (the CLI's) or read
+    /// back from JSON has none.
+    pub fn records(&self) -> &[CaseRecord] {
+        &self.records
+    }
+
     /// Add a row and count it.
     ///
     /// The row's verdict is made to agree with its violations first: a row
