@@ -60,6 +60,9 @@ impl Level {
     /// The newest level.
     pub const LATEST: Level = Level::V1;
 
+    /// Every level, oldest first.
+    pub const ALL: [Level; 1] = [Level::V1];
+
     /// The rules this level checks, in catalogue order.
     pub fn rules(self) -> &'static [Rule] {
         match self {
@@ -104,5 +107,39 @@ impl FromStr for Level {
                 name: other.to_owned(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One catalogue: `Rule::ALL` (the harness's), the levels' lists and
+    /// the macro's tests (checked against `Level::rules` by the level test
+    /// each expansion carries) must not drift. Every rule of the catalogue
+    /// belongs to a level; a rule added later joins a new level, never V1.
+    #[test]
+    fn every_rule_of_the_catalogue_is_in_exactly_the_levels_that_list_it() {
+        let mut levelled: Vec<Rule> = Vec::new();
+        for level in Level::ALL {
+            let rules = level.rules();
+            let mut sorted = rules.to_vec();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted.len(), rules.len(), "{level} lists a rule twice");
+            assert!(
+                rules.windows(2).all(|pair| pair[0] < pair[1]),
+                "{level} lists its rules out of catalogue order"
+            );
+            levelled.extend(rules);
+        }
+        for rule in Rule::ALL {
+            assert!(
+                levelled.contains(&rule),
+                "rule {rule} is in the catalogue but in no level: add a level for it (V1 is frozen)"
+            );
+        }
+        assert_eq!(Level::V1.rules(), Rule::ALL.as_slice());
+        assert_eq!(Level::LATEST.rules().len(), Rule::ALL.len());
     }
 }

@@ -12,7 +12,8 @@ use tenferro_transfer_harness::{
 };
 
 use crate::progress::Progress;
-use crate::report::{CaseResult, Report, RowHead};
+use crate::record::{CaseOutcome, CaseRecord, Origin};
+use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::{BuiltinProvider, fixed_shapes};
 
@@ -97,7 +98,7 @@ pub fn run_fixed_suite_with_progress(
     options: &SuiteOptions,
     progress: &mut dyn Progress,
 ) -> Report {
-    let mut report = Report::default();
+    let mut records = Vec::new();
     let shapes = fixed_shapes(options.include_large);
     let total = providers.len() * options.dtypes.len() * shapes.len();
     progress.start(u64::try_from(total).unwrap_or(u64::MAX));
@@ -135,7 +136,9 @@ pub fn run_fixed_suite_with_progress(
                     shape: shape.shape.clone(),
                     layout: shape.layout.label(),
                 };
-                let row = match (&mut rig, &route) {
+                let record = |head, outcome| CaseRecord::new(&name, Origin::Fixed, head, outcome);
+                let not_set_up = |message| CaseOutcome::NotSetUp { message };
+                let record = match (&mut rig, &route) {
                     (Ok(rig), Ok(route)) => {
                         match Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) {
                             Ok(case) => {
@@ -149,28 +152,33 @@ pub fn run_fixed_suite_with_progress(
                                             rule: Rule::CapabilityHonesty,
                                             reason: BUILTIN_HONESTY.to_owned(),
                                         });
-                                        CaseResult::judged(head, judgement)
+                                        CaseRecord::judged(&name, Origin::Fixed, head, judgement)
                                     }
-                                    CaseRun::Skipped(reason) => CaseResult::skipped(head, reason),
+                                    CaseRun::Skipped(reason) => {
+                                        record(head, CaseOutcome::Skipped { reason })
+                                    }
                                     CaseRun::NotRun(error) => {
-                                        CaseResult::setup_failure(head, error.to_string())
+                                        record(head, not_set_up(error.to_string()))
                                     }
                                 }
                             }
-                            Err(error) => CaseResult::setup_failure(head, error.to_string()),
+                            Err(error) => record(head, not_set_up(error.to_string())),
                         }
                     }
-                    (_, Err(HarnessError::Unavailable { reason })) => {
-                        CaseResult::skipped(head, reason.clone())
-                    }
-                    (Err(error), _) => CaseResult::setup_failure(head, error.clone()),
-                    (_, Err(error)) => CaseResult::setup_failure(head, error.to_string()),
+                    (_, Err(HarnessError::Unavailable { reason })) => record(
+                        head,
+                        CaseOutcome::Skipped {
+                            reason: reason.clone(),
+                        },
+                    ),
+                    (Err(error), _) => record(head, not_set_up(error.clone())),
+                    (_, Err(error)) => record(head, not_set_up(error.to_string())),
                 };
-                progress.case_done(&row);
-                report.push(row);
+                progress.case_done(&record.row());
+                records.push(record);
             }
         }
     }
     progress.finish();
-    report
+    Report::from_records(records)
 }

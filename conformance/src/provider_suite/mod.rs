@@ -4,28 +4,21 @@
 //! generated cases, concurrent and repeated calls, and the cases just
 //! outside its capabilities.
 //!
-//! Past 600 lines because the builder and `run_route` read together (every
-//! declaration is consumed there); the generated row, the pressure rows,
-//! the verdicts, the shared run and the fuzzer have files of their own.
+//! This file holds the declaration (the builder) and the rule checks; the
+//! run itself (`run`), the generated row, the pressure rows, the verdicts,
+//! the shared run and the fuzzer have files of their own.
 
-use std::any::Any;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::strategy::{
-    Capabilities, PROFILE_ENV, Profile, Recipe, ValueSource,
-};
-use tenferro_transfer_harness::{
-    Case, DEFAULT_DEADLINE, HarnessError, Judgement, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
-    MAX_EXCEEDED_RANK, OutsideCase, Route, Rule, Unchecked, Violation, Watchdog, panic_message,
-};
+use tenferro_transfer_harness::strategy::{Capabilities, Profile};
+use tenferro_transfer_harness::{DEFAULT_DEADLINE, HarnessError, Route, Rule};
 
 mod fuzz;
 mod generated_row;
 mod pressure_rows;
+mod run;
 mod shared_run;
 mod verdict;
 
@@ -33,11 +26,9 @@ pub use fuzz::{FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, SuiteFuzzer};
 pub use shared_run::{NEXTEST_RUN_ID_ENV, REPORT_FILE_ENV};
 pub use verdict::{NO_SKIP_ENV, RuleVerdict};
 
-use crate::generated::{GeneratedOptions, REPLAY_ENV, drawn_seed};
-use crate::record::{CaseOutcome, CaseRecord, Origin};
-use crate::report::{Report, RowHead};
-use crate::runner::{CaseRun, JudgedAs, run_case};
-use crate::{LARGE_ELEMENTS, Level, fixed_shapes, size_classes};
+use crate::Level;
+use crate::generated::REPLAY_ENV;
+use crate::report::Report;
 use verdict::check_rule;
 
 /// What the phases of one route's run share.
@@ -301,327 +292,6 @@ impl ProviderSuite {
         self.run_routes(Some(recipe))
     }
 
-    fn run_routes(&self, replay: Option<&str>) -> Report {
-        let mut records = Vec::new();
-        if self.routes.is_empty() {
-            records.push(self.setup_record(
-                "?",
-                String::new(),
-                format!(
-                    "provider `{}` declares no route; add one with ProviderSuite::route",
-                    self.name
-                ),
-            ));
-        }
-        for declared in &self.routes {
-            for error in &self.declaration_errors {
-                records.push(self.setup_record(&declared.name, String::new(), error.clone()));
-            }
-            let route_records = catch_unwind(AssertUnwindSafe(|| self.run_route(declared, replay)))
-                .unwrap_or_else(|payload| {
-                    vec![self.setup_record(
-                        &declared.name,
-                        String::new(),
-                        format!(
-                            "the suite itself panicked (a harness bug; please report it): {}",
-                            panic_message(payload.as_ref())
-                        ),
-                    )]
-                });
-            records.extend(route_records);
-        }
-        Report::from_records(records)
-    }
-
-    /// A record of route `route` (labelled `label`) that could not be set
-    /// up: it fails every rule test of the route with `message`.
-    fn setup_record(&self, route: &str, label: String, message: String) -> CaseRecord {
-        CaseRecord::new(
-            route,
-            Origin::Route,
-            self.head(route, label),
-            CaseOutcome::NotSetUp { message },
-        )
-    }
-
-    fn head(&self, route: &str, label: String) -> RowHead {
-        RowHead {
-            provider: self.name.clone(),
-            route: if label.is_empty() {
-                route.to_owned()
-            } else {
-                format!("{route} ({label})")
-            },
-            dtype: "*".to_owned(),
-            shape: Vec::new(),
-            layout: String::new(),
-        }
-    }
-
-    fn case_head(&self, route: &str, label: &str, case: &Case) -> RowHead {
-        RowHead {
-            dtype: format!("{:?}", case.dtype()),
-            shape: case.shape().to_vec(),
-            layout: case.layout_label(),
-            ..self.head(route, label.to_owned())
-        }
-    }
-
-    /// The profile in force: the environment's, else the declared one.
-    fn profile_in_force(&self) -> Result<Profile, HarnessError> {
-        match std::env::var(PROFILE_ENV) {
-            Ok(_) => Profile::from_env(),
-            Err(_) => Ok(self.profile),
-        }
-    }
-
-    fn run_route(&self, declared: &DeclaredRoute, replay: Option<&str>) -> Vec<CaseRecord> {
-        let name = declared.name.as_str();
-        let setup = |label: String, message: String| vec![self.setup_record(name, label, message)];
-        if !is_identifier(name) {
-            return setup(
-                String::new(),
-                format!(
-                    "route name `{name}` is not a Rust identifier (the macro names tests after it)"
-                ),
-            );
-        }
-        let route = match guarded(|| {
-            (declared.route)().and_then(|route| {
-                route.gate()?;
-                Ok(route)
-            })
-        }) {
-            Ok(Ok(route)) => route,
-            // A device that is not here (no GPU, no driver, a vendor's
-            // device the adapter says is absent): every rule of the route
-            // is a skip with the reason, as in the CLI; where the user
-            // requires the device, the error is a failure instead.
-            Ok(Err(HarnessError::Unavailable { reason })) => {
-                return vec![CaseRecord::new(
-                    name,
-                    Origin::Route,
-                    self.head(name, String::new()),
-                    CaseOutcome::Skipped {
-                        reason: format!("the route cannot run here: {reason}"),
-                    },
-                )];
-            }
-            Ok(Err(error)) => {
-                return setup(
-                    String::new(),
-                    format!("the route could not be built: {error}"),
-                );
-            }
-            Err(panic) => {
-                return setup(
-                    String::new(),
-                    format!("building the route panicked: {panic}"),
-                );
-            }
-        };
-        let label = route.label();
-        let provider = match guarded(|| (declared.provider)(&route)) {
-            Ok(Ok(provider)) => provider,
-            Ok(Err(error)) => {
-                return setup(label, format!("the provider could not be built: {error}"));
-            }
-            Err(panic) => return setup(label, format!("building the provider panicked: {panic}")),
-        };
-        let profile = match self.profile_in_force() {
-            Ok(profile) => profile,
-            Err(error) => return setup(label, error.to_string()),
-        };
-        let mut rig = match Watchdog::new(route.clone(), Arc::clone(&provider), self.deadline) {
-            Ok(rig) => rig,
-            Err(error) => return setup(label, format!("the rig could not be built: {error}")),
-        };
-        let capabilities = declared.capabilities.as_ref().unwrap_or(&self.capabilities);
-        if capabilities.dtypes.is_empty() {
-            return setup(
-                label,
-                "the declared capabilities name no dtype, so no case can be drawn; declare at least one with Capabilities::dtypes".to_owned(),
-            );
-        }
-        let outside = match capabilities.outside_cases() {
-            Ok(outside) => outside,
-            Err(error) => return setup(label, error.to_string()),
-        };
-        let honesty_unchecked = if outside.is_empty() {
-            format!(
-                "the declared capabilities cover every case the suite can draw (every preset dtype, every kind of view, a maximum rank of at least {MAX_EXCEEDED_RANK}, {MAX_EXCEEDED_ELEMENTS} elements and {MAX_EXCEEDED_BYTES} bytes), so there is nothing to refuse"
-            )
-        } else {
-            "the case is inside the declared capabilities".to_owned()
-        };
-        if let Some(json) = replay {
-            let parsed = json.parse::<Recipe>().and_then(|recipe| {
-                let case = recipe.case()?;
-                let outside = OutsideCase::of(recipe.clone(), capabilities)?;
-                Ok((recipe, case, outside))
-            });
-            let row = match parsed {
-                Ok((recipe, case, outside)) => {
-                    let head = self.case_head(name, &label, &case);
-                    let (judged_as, honesty) = match &outside {
-                        Some(outside) => (JudgedAs::Outside(outside), None),
-                        None => (JudgedAs::Inside, Some(honesty_unchecked.as_str())),
-                    };
-                    let run = run_case(&mut rig, &route, &case, judged_as, None);
-                    self.case_record(name, Origin::Replayed, head, run, honesty)
-                        .with_replay(&recipe)
-                }
-                Err(error) => self.setup_record(
-                    name,
-                    label.clone(),
-                    format!("the replayed recipe is not valid: {error}"),
-                ),
-            };
-            return vec![row];
-        }
-        let seed = match (GeneratedOptions {
-            seed: self.seed,
-            ..GeneratedOptions::new(profile)
-        })
-        .with_env_seed()
-        {
-            Ok(options) => options.seed.unwrap_or_else(drawn_seed),
-            Err(error) => return setup(label, error.to_string()),
-        };
-        let mut rows = Vec::new();
-        for recipe in fixed_recipes(capabilities, profile) {
-            let case = match recipe.case() {
-                Ok(case) if capabilities.admits(&case) => case,
-                Ok(_) => continue,
-                Err(error) => {
-                    rows.push(CaseRecord::new(
-                        name,
-                        Origin::Fixed,
-                        self.head(name, label.clone()),
-                        CaseOutcome::NotSetUp {
-                            message: error.to_string(),
-                        },
-                    ));
-                    continue;
-                }
-            };
-            let head = self.case_head(name, &label, &case);
-            let run = run_case(&mut rig, &route, &case, JudgedAs::Inside, None);
-            rows.push(
-                self.case_record(name, Origin::Fixed, head, run, Some(&honesty_unchecked))
-                    .with_replay(&recipe),
-            );
-        }
-        let run = RouteRun {
-            name,
-            route: &route,
-            provider: &provider,
-            profile,
-            seed,
-            honesty_unchecked: &honesty_unchecked,
-            capabilities,
-        };
-        rows.push(self.generated_row(&run));
-        rows.extend(self.pressure_rows(&run));
-        for outside in &outside {
-            let head = RowHead {
-                layout: format!("{} [outside: {}]", outside.case.layout_label(), outside.why),
-                ..self.case_head(name, &label, &outside.case)
-            };
-            let run = run_case(
-                &mut rig,
-                &route,
-                &outside.case,
-                JudgedAs::Outside(outside),
-                None,
-            );
-            let origin = Origin::Outside {
-                why: outside.why.clone(),
-            };
-            rows.push(
-                self.case_record(name, origin, head, run, None)
-                    .with_replay(&outside.recipe),
-            );
-        }
-        rows
-    }
-
-    /// `violations` split into those of rules of the pinned level, and the
-    /// rules outside it, reported as not checked.
-    fn within_level(&self, violations: Vec<Violation>) -> (Vec<Violation>, Vec<Unchecked>) {
-        let level = self.level;
-        let (kept, dropped): (Vec<_>, Vec<_>) = violations
-            .into_iter()
-            .partition(|violation| level.includes(violation.rule));
-        let unchecked = dropped
-            .into_iter()
-            .map(|violation| Unchecked {
-                rule: violation.rule,
-                reason: format!("not part of the pinned level {level}"),
-            })
-            .collect();
-        (kept, unchecked)
-    }
-
-    /// The record of one run of the runner: a judged case as
-    /// [`judged_record`](Self::judged_record) makes it, a skip with the
-    /// reason where the route cannot run the case here (a layout the device
-    /// does not stage, say), a failed setup where the harness could not
-    /// run it.
-    fn case_record(
-        &self,
-        route: &str,
-        origin: Origin,
-        head: RowHead,
-        run: CaseRun,
-        honesty_unchecked: Option<&str>,
-    ) -> CaseRecord {
-        match run {
-            CaseRun::Judged(judgement, _) => {
-                self.judged_record(route, origin, head, judgement, honesty_unchecked)
-            }
-            CaseRun::Skipped(reason) => {
-                CaseRecord::new(route, origin, head, CaseOutcome::Skipped { reason })
-            }
-            CaseRun::NotRun(error) => CaseRecord::new(
-                route,
-                origin,
-                head,
-                CaseOutcome::NotSetUp {
-                    message: error.to_string(),
-                },
-            ),
-        }
-    }
-
-    /// A record of a judgement, with the rules outside the pinned level
-    /// reported as not checked, and `capability-honesty` marked unchecked
-    /// (for `honesty_unchecked`'s reason) on a case inside the capabilities.
-    fn judged_record(
-        &self,
-        route: &str,
-        origin: Origin,
-        head: RowHead,
-        mut judgement: Judgement,
-        honesty_unchecked: Option<&str>,
-    ) -> CaseRecord {
-        let (kept, unchecked) = self.within_level(std::mem::take(&mut judgement.violations));
-        judgement.violations = kept;
-        judgement.unchecked.extend(unchecked);
-        if let Some(reason) = honesty_unchecked
-            && !judgement
-                .unchecked
-                .iter()
-                .any(|item| item.rule == Rule::CapabilityHonesty)
-        {
-            judgement.unchecked.push(Unchecked {
-                rule: Rule::CapabilityHonesty,
-                reason: reason.to_owned(),
-            });
-        }
-        CaseRecord::judged(route, origin, head, judgement)
-    }
-
     /// The verdict of `rule` on the route called `route` in `report` (a
     /// report of this suite's [`run`](Self::run)): what one macro-generated
     /// `#[test]` asserts.
@@ -760,52 +430,4 @@ impl ProviderSuite {
             RuleVerdict::Fail(text) => panic!("{text}"),
         }
     }
-}
-
-/// The recipes of the fixed cases for every dtype `capabilities` declare:
-/// the fixed shapes (with the million-element one outside the `quick`
-/// profile), the size classes every profile reaches, and for a float dtype
-/// every special value in both signs. The run keeps those inside the
-/// capabilities; each is replayed alone from its recipe.
-fn fixed_recipes(capabilities: &Capabilities, profile: Profile) -> Vec<Recipe> {
-    let include_large = profile != Profile::Quick && capabilities.max_elements >= LARGE_ELEMENTS;
-    let mut shapes = fixed_shapes(include_large);
-    shapes.extend(size_classes(capabilities));
-    let mut recipes = Vec::new();
-    for dtype in PRESET_DTYPES {
-        if !capabilities.dtypes.contains(&dtype) {
-            continue;
-        }
-        for shape in &shapes {
-            recipes.push(Recipe::fixed(
-                dtype,
-                shape.shape.clone(),
-                shape.layout.clone(),
-                ValueSource::Patterned,
-            ));
-        }
-        if let Ok(Some(case)) = Case::special_values(dtype) {
-            recipes.push(Recipe::fixed(
-                dtype,
-                case.shape().to_vec(),
-                case.layout().clone(),
-                ValueSource::SpecialValues,
-            ));
-        }
-    }
-    recipes
-}
-
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Run `f`, turning a panic into its message.
-fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-    catch_unwind(AssertUnwindSafe(f))
-        .map_err(|payload: Box<dyn Any + Send>| panic_message(payload.as_ref()))
 }
