@@ -38,6 +38,31 @@ impl BuiltinProvider {
         (self.route)()
     }
 
+    /// This provider declared as a vendor's crate declares its own: a
+    /// [`ProviderSuite`](crate::ProviderSuite) pinned to `Level::V1`, with
+    /// one route named after the provider (`sim-upload` becomes
+    /// `sim_upload`) and every capability declared. Its run goes through
+    /// the same runner, records and rule checks as a vendor's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_conformance::{builtin_provider, harness::Rule};
+    ///
+    /// let builtin = builtin_provider("sim-peer").unwrap();
+    /// let suite = builtin.suite().seed(1);
+    /// let report = suite.run();
+    /// assert!(suite.check(&report, "sim_peer", Rule::Values).is_pass());
+    /// ```
+    pub fn suite(&self) -> crate::ProviderSuite {
+        let builtin = *self;
+        crate::ProviderSuite::new(self.name, crate::Level::V1).route(
+            &self.name.replace('-', "_"),
+            move || builtin.route(),
+            move |route| builtin.provider(route).map_err(Into::into),
+        )
+    }
+
     /// The provider for `route` (one made by [`Self::route`]).
     ///
     /// # Errors
