@@ -1,8 +1,10 @@
-//! The binary against the documents: README.md and docs/report-format.md
-//! quote its exit codes, its example commands and a failing generated run,
-//! and this file runs each of them.
+//! The binary against the documents: README.md (the repository's and this
+//! crate's) and docs/report-format.md quote its exit codes, its example
+//! commands and a failing generated run, and this file runs each of them.
 //!
-//! These tests read files outside this crate: they check the repository.
+//! These tests read files outside this crate, so they run in the repository
+//! (`cargo test --workspace`) and are left out of the published package
+//! (`exclude` in Cargo.toml).
 
 use std::process::Command;
 
@@ -61,6 +63,11 @@ fn the_exit_code_tables_are_the_rows_help_prints() {
             "docs/report-format.md",
             include_str!("../../docs/report-format.md"),
             "| code | meaning |",
+        ),
+        (
+            "cli/README.md",
+            include_str!("../README.md"),
+            "| exit code | meaning |",
         ),
     ] {
         assert_eq!(
