@@ -10,7 +10,10 @@
 //!   of the suite; the new rule is reported as not checked at its level.
 //! - A rule's check may grow stricter within a level only to fix a false
 //!   pass (the suite missed a violation the rule's statement already
-//!   forbids); such a change is named in the changelog.
+//!   forbids); such a change is named in the changelog, under "Stricter
+//!   checks" with the rule and the level: `CHANGELOG.md`, at the root of
+//!   this crate's package and of the repository
+//!   ([on docs.rs](https://docs.rs/crate/tenferro-transfer-conformance/latest/source/CHANGELOG.md)).
 //! - Moving to a new level is the caller's decision: change one argument.
 
 use std::fmt;

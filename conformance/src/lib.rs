@@ -1,6 +1,9 @@
 //! The conformance suite for tenferro `TransferProvider` implementations:
 //! built-in providers and routes, the fixed suite, the self-test of
-//! deliberately broken providers, and the reports the CLI prints.
+//! deliberately broken providers, and the reports. The command-line runner,
+//! `transfer-conformance`, is the crate `tenferro-transfer-conformance-cli`,
+//! so that a provider crate's dev-dependency on this one compiles no
+//! argument parser or progress bar.
 //!
 //! The moving parts (rig, spy, oracle, rules) live in
 //! [`tenferro_transfer_harness`]; simulated devices and broken providers in

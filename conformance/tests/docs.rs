@@ -56,71 +56,6 @@ fn the_contract_page_quotes_each_example_violation_from_its_snapshot() {
     assert_eq!(quoted, 12, "one example per rule but runtime-agreement");
 }
 
-/// The rows `code | meaning` of the markdown table that follows `header`.
-fn exit_code_rows(page: &str, header: &str) -> Vec<(String, String)> {
-    page.lines()
-        .skip_while(|line| *line != header)
-        .skip(2)
-        .take_while(|line| line.starts_with('|'))
-        .map(|line| {
-            let (code, meaning) = line
-                .trim_matches('|')
-                .split_once(" | ")
-                .unwrap_or_else(|| panic!("a row `| code | meaning |`: {line}"));
-            (code.trim().to_owned(), meaning.trim().to_owned())
-        })
-        .collect()
-}
-
-#[test]
-fn the_exit_code_tables_are_the_rows_help_prints() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
-        .arg("--help")
-        .output()
-        .unwrap();
-    let help = String::from_utf8(output.stdout).unwrap();
-    // `  N  meaning`, continued on lines indented further.
-    let mut printed: Vec<(String, String)> = Vec::new();
-    for line in help
-        .split_once("Exit codes:\n")
-        .expect("--help prints the exit codes")
-        .1
-        .lines()
-        .take_while(|line| line.starts_with("  "))
-    {
-        let line = line.trim();
-        match line.split_once("  ") {
-            Some((code, meaning)) if code.parse::<u8>().is_ok() => {
-                printed.push((code.to_owned(), meaning.to_owned()));
-            }
-            _ => {
-                let (_, meaning) = printed.last_mut().expect("a code before its continuation");
-                meaning.push(' ');
-                meaning.push_str(line);
-            }
-        }
-    }
-    assert_eq!(printed.len(), 4, "{help}");
-    for (page, text, header) in [
-        (
-            "README.md",
-            include_str!("../../README.md"),
-            "| exit code | meaning |",
-        ),
-        (
-            "docs/report-format.md",
-            include_str!("../../docs/report-format.md"),
-            "| code | meaning |",
-        ),
-    ] {
-        assert_eq!(
-            exit_code_rows(text, header),
-            printed,
-            "{page}'s exit-code table differs from --help's"
-        );
-    }
-}
-
 /// The libFuzzer flags `.ci/fuzz-smoke` passes (the words after `--` on the
 /// `fuzz run` command).
 fn fuzz_smoke_flags() -> Vec<String> {
@@ -240,6 +175,14 @@ fn no_page_names_a_path_of_one_machine() {
         (
             "docs/report-format.md",
             include_str!("../../docs/report-format.md"),
+        ),
+        ("CHANGELOG.md", include_str!("../../CHANGELOG.md")),
+        ("conformance/README.md", include_str!("../README.md")),
+        ("cli/README.md", include_str!("../../cli/README.md")),
+        ("harness/README.md", include_str!("../../harness/README.md")),
+        (
+            "mock-devices/README.md",
+            include_str!("../../mock-devices/README.md"),
         ),
     ] {
         for path in ["/root/", "/home/", "/Users/"] {
@@ -445,5 +388,83 @@ fn the_guide_shows_the_cuda_example_commands_the_scripts_run() {
     assert!(
         shown >= 4,
         "the guide's CUDA section shows {shown} commands"
+    );
+}
+
+/// The fenced blocks of `text` that open with ```` ```{fence} ````.
+fn fenced<'a>(text: &'a str, fence: &str) -> Vec<&'a str> {
+    text.split(&format!("```{fence}\n"))
+        .skip(1)
+        .filter_map(|block| block.split_once("```").map(|(body, _)| body))
+        .collect()
+}
+
+#[test]
+fn the_crate_readme_shows_the_root_readmes_provider_crate_snippet() {
+    // crates.io shows conformance/README.md: its dev-dependency and test
+    // file are the root README's "In your provider crate", word for word.
+    let root = include_str!("../../README.md")
+        .split_once("\n## In your provider crate\n")
+        .expect("README.md has the provider-crate section")
+        .1;
+    let root = root.split("\n## ").next().unwrap_or(root);
+    let krate = include_str!("../README.md");
+    for fence in ["toml", "rust"] {
+        let expected = fenced(root, fence)[0];
+        assert!(
+            fenced(krate, fence).contains(&expected),
+            "conformance/README.md does not quote the root README's {fence} block:\n{expected}"
+        );
+    }
+}
+
+#[test]
+fn level_points_to_the_changelog_that_names_its_policy() {
+    let level = include_str!("../src/level.rs");
+    assert!(
+        level.contains("`CHANGELOG.md`"),
+        "Level's policy does not name CHANGELOG.md"
+    );
+    let changelog = include_str!("../../CHANGELOG.md");
+    for words in ["Stricter checks", "`Level`", "## 0.1.0"] {
+        assert!(
+            changelog.contains(words),
+            "CHANGELOG.md does not say {words}"
+        );
+    }
+}
+
+/// The `[profile...]` sections of a TOML file, without comments or blank
+/// lines.
+fn profile_sections(toml: &str) -> Vec<&str> {
+    let mut in_profile = false;
+    let mut lines = Vec::new();
+    for line in toml.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_profile = line.starts_with("[profile.");
+        }
+        if in_profile && !line.is_empty() && !line.starts_with('#') {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+#[test]
+fn the_package_check_builds_with_the_workspace_profiles() {
+    // `cargo package` verifies each crate outside the workspace, where the
+    // root manifest's profiles do not apply; .ci/run passes them again
+    // with `--config .ci/package.toml`.
+    let workspace = profile_sections(include_str!("../../Cargo.toml"));
+    assert!(!workspace.is_empty(), "Cargo.toml has no [profile] section");
+    assert_eq!(
+        profile_sections(include_str!("../../.ci/package.toml")),
+        workspace,
+        ".ci/package.toml's profiles differ from Cargo.toml's"
+    );
+    assert!(
+        include_str!("../../.ci/run")
+            .contains("cargo package --workspace --exclude 'example-*' --config .ci/package.toml"),
+        ".ci/run does not package with .ci/package.toml"
     );
 }

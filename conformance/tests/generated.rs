@@ -142,35 +142,6 @@ fn sim_peer_one_ulp_failure() -> GeneratedFailure {
         .unwrap()
 }
 
-#[test]
-fn a_failing_case_prints_a_replay_command_that_reproduces_it() {
-    let failure = sim_peer_one_ulp_failure();
-    assert!(
-        failure
-            .replay_command
-            .starts_with("cargo run --release -- replay --provider sim-peer --inject one-ulp '")
-    );
-    let json = failure.minimal.to_json();
-    assert!(failure.replay_env.contains(&json));
-    let output = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
-        .args([
-            "replay",
-            "--provider",
-            "sim-peer",
-            "--inject",
-            "one-ulp",
-            &json,
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("sim-peer: FAIL") && stdout.contains("values:"),
-        "{stdout}"
-    );
-}
-
 /// The words of a `replay under cargo test` line: the environment it sets
 /// and the command after it. Values are single-quoted as the suite quotes
 /// them (`'\''` for a quote inside).
@@ -260,32 +231,4 @@ fn the_cargo_test_replay_of_a_failure_under_a_fault_reproduces_it() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
-}
-
-#[test]
-fn the_readme_quotes_a_failing_generated_run_as_the_cli_prints_it() {
-    let readme = include_str!("../../README.md");
-    let (_, after) = readme
-        .split_once("A failing run prints, for example (`cargo run --release -- ")
-        .expect("README.md shows a failing generated run");
-    let (args, after) = after.split_once("`)").unwrap();
-    let quoted = after.split("```").nth(1).expect("a code block after it");
-    let output = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{args}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut pinned = 0;
-    for line in quoted.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("minimal case:") || trimmed.starts_with("replay") {
-            assert!(
-                stdout.lines().any(|printed| printed == line),
-                "README.md quotes a line the CLI does not print:\n{line}\nprinted:\n{stdout}"
-            );
-            pinned += 1;
-        }
-    }
-    assert_eq!(pinned, 3, "the minimal case and both replay lines");
 }

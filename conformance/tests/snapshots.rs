@@ -1,6 +1,12 @@
 //! insta snapshots, in the top-level `snapshots/` folder, of every runtime
-//! contract error a real run produces and of the oracle's report for every
-//! broken provider of the self-test.
+//! contract error a real run produces, of the oracle's report for every
+//! broken provider of the self-test, of the self-test's kill matrix and of
+//! the Markdown and JUnit renderings of a small report.
+//!
+//! Every test that takes a snapshot lives here: the snapshots are outside
+//! this crate (the examples and docs share them), so this file runs in the
+//! repository and is left out of the published package (`exclude` in
+//! Cargo.toml).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -215,4 +221,59 @@ fn oracle_reports_of_capability_honesty() {
             insta::assert_snapshot!(format!("honesty-{name}"), text);
         });
     }
+}
+
+#[test]
+fn the_self_test_kill_matrix_is_exact() {
+    let report = selftest::run(&BUILTIN_PROVIDERS);
+    assert!(report.passed(), "{}", report.to_table());
+    assert_eq!(report.disagreements, 0);
+    for spec in selftest::catalogue() {
+        let row = report
+            .providers
+            .iter()
+            .find(|row| row.name == spec.name())
+            .unwrap();
+        assert!(row.cases > 0, "{} never applied", row.name);
+        assert_eq!(row.caught_rules, spec.expected, "{}", row.name);
+    }
+    let references: Vec<_> = report
+        .providers
+        .iter()
+        .filter(|row| row.name.starts_with("reference:"))
+        .collect();
+    assert_eq!(references.len(), 4);
+    assert!(
+        references
+            .iter()
+            .all(|row| row.caught_rules.is_empty() && row.cases > 0)
+    );
+    // Every row, with its case counts, exactly as before simulated time
+    // (issue 21): a hang judged on the devices' own clock must give the
+    // same verdicts as one waited out on the wall clock.
+    let rows: String = report
+        .to_table()
+        .lines()
+        .filter(|line| !line.starts_with("skipped"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    with_snapshot_settings!({
+        insta::assert_snapshot!("selftest-kill-matrix", rows);
+    });
+}
+
+#[test]
+fn markdown_rendering_of_the_small_report() {
+    let markdown = support::small_report().to_markdown();
+    with_snapshot_settings!({
+        insta::assert_snapshot!("report-markdown", markdown);
+    });
+}
+
+#[test]
+fn junit_rendering_of_the_small_report() {
+    let junit = support::small_report().to_junit().unwrap();
+    with_snapshot_settings!({
+        insta::assert_snapshot!("report-junit", junit);
+    });
 }

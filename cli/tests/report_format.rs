@@ -2,6 +2,7 @@
 //! a real report is documented with its JSON type, and every documented
 //! field occurs in a real report.
 
+#[path = "../../conformance/tests/support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,6 +3,10 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use tenferro_transfer_conformance::builtin_provider;
+use tenferro_transfer_conformance::generated::{GeneratedFailure, GeneratedOptions, run_generated};
+use tenferro_transfer_conformance::harness::strategy::Profile;
+use tenferro_transfer_conformance::mock_devices::providers::Fault;
 
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
@@ -333,125 +337,44 @@ fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
     assert!(table.contains("0 skipped"), "{table}");
 }
 
-/// A command of docs/report-format.md's example table: its environment,
-/// its arguments, and whether stdout goes to `/dev/full`.
-struct DocumentedCommand {
-    env: Vec<(String, String)>,
-    args: Vec<String>,
-    to_dev_full: bool,
-}
-
-/// Split a shell line of the example table: `NAME=value` words first, then
-/// `transfer-conformance` and its arguments (single quotes group a word),
-/// and an optional `> /dev/full`.
-fn documented_command(line: &str) -> DocumentedCommand {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    let mut in_word = false;
-    for c in line.chars() {
-        match c {
-            '\'' => {
-                quoted = !quoted;
-                in_word = true;
-            }
-            ' ' if !quoted => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    assert!(!quoted, "unbalanced quote: {line}");
-    if in_word {
-        words.push(word);
-    }
-    let mut words = words.into_iter().peekable();
-    let mut env = Vec::new();
-    while let Some((name, value)) = words.peek().and_then(|word| word.split_once('=')) {
-        env.push((name.to_owned(), value.to_owned()));
-        words.next();
-    }
-    assert_eq!(
-        words.next().as_deref(),
-        Some("transfer-conformance"),
-        "{line}"
-    );
-    let mut args: Vec<String> = words.collect();
-    let to_dev_full = args.ends_with(&[">".to_owned(), "/dev/full".to_owned()]);
-    if to_dev_full {
-        args.truncate(args.len() - 2);
-    }
-    DocumentedCommand {
-        env,
-        args,
-        to_dev_full,
-    }
+/// The generated run's failure of sim-peer with a one-ULP fault, seed 3.
+fn sim_peer_one_ulp_failure() -> GeneratedFailure {
+    let options = GeneratedOptions {
+        seed: Some(3),
+        inject: vec![Fault::OneUlp],
+        ..GeneratedOptions::new(Profile::Quick)
+    };
+    run_generated(builtin_provider("sim-peer").unwrap(), &options)
+        .unwrap()
+        .failure
+        .unwrap()
 }
 
 #[test]
-fn every_exit_code_example_of_the_report_format_page_holds() {
-    let page = include_str!("../../docs/report-format.md");
-    let table = page
-        .split_once("Examples; `conformance/tests/cli.rs` runs every row")
-        .expect("docs/report-format.md has the exit-code examples")
-        .1;
-    let gpu_usable = tenferro_transfer_conformance::harness::cuda_unavailable_reason().is_none();
-    let mut checked = 0;
-    let mut codes = std::collections::BTreeSet::new();
-    for row in table
-        .lines()
-        .skip_while(|line| !line.starts_with("| command |"))
-        .skip(2)
-        .take_while(|line| line.starts_with('|'))
-    {
-        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
-        let [command, code] = cells[..] else {
-            panic!("a row of two cells: {row}")
-        };
-        let shell = command
-            .strip_prefix('`')
-            .and_then(|rest| rest.split_once('`'))
-            .map(|(shell, _)| shell)
-            .unwrap_or_else(|| panic!("a command in backticks: {row}"));
-        let code: i32 = code.parse().unwrap_or_else(|_| panic!("a code: {row}"));
-        if command.ends_with("(*no GPU*)") && gpu_usable {
-            continue;
-        }
-        let documented = documented_command(shell);
-        let mut process = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"));
-        process
-            .args(&documented.args)
-            .env_remove("TRANSFER_CONFORMANCE_REQUIRE_CUDA")
-            .envs(documented.env.iter().map(|(name, value)| (name, value)));
-        if documented.to_dev_full {
-            let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-                continue; // not Linux
-            };
-            process.stdout(full);
-        }
-        let output = process.output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(code),
-            "docs/report-format.md says `{shell}` exits {code}\nstdout: {}\nstderr: {}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        if documented.to_dev_full {
-            assert!(
-                String::from_utf8_lossy(&output.stderr).contains("error: cannot write the report"),
-                "{shell}"
-            );
-        }
-        codes.insert(code);
-        checked += 1;
-    }
-    assert!(checked >= 10, "only {checked} examples found");
-    assert_eq!(codes.len(), if gpu_usable { 3 } else { 4 }, "{codes:?}");
+fn a_failing_case_prints_a_replay_command_that_reproduces_it() {
+    let failure = sim_peer_one_ulp_failure();
+    assert!(
+        failure
+            .replay_command
+            .starts_with("cargo run --release -- replay --provider sim-peer --inject one-ulp '")
+    );
+    let json = failure.minimal.to_json();
+    assert!(failure.replay_env.contains(&json));
+    let output = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+        .args([
+            "replay",
+            "--provider",
+            "sim-peer",
+            "--inject",
+            "one-ulp",
+            &json,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("sim-peer: FAIL") && stdout.contains("values:"),
+        "{stdout}"
+    );
 }

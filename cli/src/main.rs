@@ -1,16 +1,21 @@
 //! `transfer-conformance`: runs the conformance suite against the built-in
 //! providers and prints the report.
+//!
+//! The CLI is its own crate so that a provider crate's `[dev-dependencies]`
+//! on `tenferro-transfer-conformance` never compiles clap or indicatif.
+
+mod progress;
 
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use progress::TerminalProgress;
 use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_generated};
 use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
 use tenferro_transfer_conformance::harness::{Rule, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
-use tenferro_transfer_conformance::progress::TerminalProgress;
 use tenferro_transfer_conformance::{
     BuiltinProvider, ReportFormat, SuiteOptions, all_builtin_providers, builtin_provider,
     run_fixed_suite_with_progress, selftest,
@@ -18,7 +23,7 @@ use tenferro_transfer_conformance::{
 
 /// Exit codes, as `--help` prints them. README.md and
 /// docs/report-format.md repeat these rows word for word
-/// (`conformance/tests/docs.rs` compares them).
+/// (`cli/tests/docs.rs` compares them).
 const EXIT_CODES: &str = "\
 Exit codes:
   0  every case passed (skipped cases, if any, are listed, never counted as passes)
