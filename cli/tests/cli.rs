@@ -3,10 +3,7 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use tenferro_transfer_conformance::builtin_provider;
-use tenferro_transfer_conformance::generated::{GeneratedFailure, GeneratedOptions, run_generated};
-use tenferro_transfer_conformance::harness::strategy::Profile;
-use tenferro_transfer_conformance::mock_devices::providers::Fault;
+use tenferro_transfer_conformance::harness::strategy::Recipe;
 
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
@@ -326,29 +323,34 @@ fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
     assert!(table.contains("0 skipped"), "{table}");
 }
 
-/// The generated run's failure of sim-peer with a one-ULP fault, seed 3.
-fn sim_peer_one_ulp_failure() -> GeneratedFailure {
-    let options = GeneratedOptions {
-        seed: Some(3),
-        inject: vec![Fault::OneUlp],
-        ..GeneratedOptions::new(Profile::Quick)
-    };
-    run_generated(builtin_provider("sim-peer").unwrap(), &options)
-        .unwrap()
-        .failure
-        .unwrap()
-}
-
 #[test]
 fn a_failing_case_prints_a_replay_command_that_reproduces_it() {
-    let failure = sim_peer_one_ulp_failure();
+    // The generated run's failure of sim-peer with a one-ULP fault, seed 3,
+    // as the CLI reports it.
+    let generated = cli(&[
+        "generated",
+        "--provider",
+        "sim-peer",
+        "--inject",
+        "one-ulp",
+        "--seed",
+        "3",
+        "--profile",
+        "quick",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(generated.status.code(), Some(1));
+    let failure = json(&generated)[0]["failure"].clone();
+    let replay_command = failure["replay_command"].as_str().unwrap();
     assert!(
-        failure
-            .replay_command
+        replay_command
             .starts_with("cargo run --release -- replay --provider sim-peer --inject one-ulp '")
     );
-    let json = failure.minimal.to_json();
-    assert!(failure.replay_env.contains(&json));
+    let minimal: Recipe = serde_json::from_value(failure["minimal"].clone()).unwrap();
+    let json = minimal.to_json();
+    assert!(replay_command.contains(&json), "{replay_command}");
+    assert!(failure["replay_env"].as_str().unwrap().contains(&json));
     let output = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
         .args([
             "replay",
