@@ -253,22 +253,18 @@ impl CaseRecord {
 
     /// The report's row for this record.
     pub fn row(&self) -> CaseResult {
-        let skip_reason = match &self.outcome {
-            CaseOutcome::Skipped { reason } => Some(reason.clone()),
-            _ => None,
+        let head = self.head.clone();
+        let row = match &self.outcome {
+            CaseOutcome::Passed { unchecked } | CaseOutcome::Failed { unchecked, .. } => {
+                CaseResult::from_violations(head, self.outcome.violation_rows(), unchecked.clone())
+            }
+            CaseOutcome::NotSetUp { message } => CaseResult::setup_failure(head, message.clone()),
+            CaseOutcome::Skipped { reason } => CaseResult::skipped(head, reason.clone()),
         };
         CaseResult {
-            provider: self.head.provider.clone(),
-            route: self.head.route.clone(),
-            dtype: self.head.dtype.clone(),
-            shape: self.head.shape.clone(),
-            layout: self.head.layout.clone(),
-            verdict: self.outcome.verdict(),
-            violations: self.outcome.violation_rows(),
-            unchecked: self.outcome.unchecked().to_vec(),
             expected_errors: self.expected_errors.clone(),
-            skip_reason,
             replay: self.replay.clone(),
+            ..row
         }
     }
 }

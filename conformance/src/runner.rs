@@ -13,13 +13,11 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use tenferro_mock_devices::FaultPlan;
+use tenferro_mock_devices::{FaultPlan, SimDevice};
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
     Case, HarnessError, Judgement, Oracle, Outcome, OutsideCase, Route, Watchdog, panic_message,
 };
-
-use crate::selftest;
 
 /// How a case is judged.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +74,16 @@ impl CaseRun {
     }
 }
 
+/// Install `plan` on every simulated endpoint of `route` (an empty plan
+/// removes the faults); endpoints of other devices are left alone.
+pub fn install(route: &Route, plan: &FaultPlan) {
+    for endpoint in [route.source(), route.destination()] {
+        if let Some(device) = endpoint.downcast::<SimDevice>() {
+            device.install_faults(plan.clone());
+        }
+    }
+}
+
 /// Run `case` on `rig` (whose route is `route`), with `faults` installed
 /// on the route's simulated devices for this call only, and judge it as
 /// `judged_as`.
@@ -87,11 +95,11 @@ pub(crate) fn run_case(
     faults: Option<&FaultPlan>,
 ) -> CaseRun {
     if let Some(plan) = faults {
-        selftest::install(route, plan);
+        install(route, plan);
     }
     let outcome = rig.run(case);
     if faults.is_some() {
-        selftest::install(route, &FaultPlan::new());
+        install(route, &FaultPlan::new());
     }
     let outcome = match outcome {
         Ok(outcome) => outcome,

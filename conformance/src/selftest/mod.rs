@@ -10,8 +10,9 @@ mod catalogue;
 mod report;
 mod run;
 
+pub use crate::runner::install;
 pub use catalogue::{
     BrokenSpec, DeviceFaultSpec, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue, device_faults,
 };
 pub use report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
-pub use run::{install, run};
+pub use run::run;

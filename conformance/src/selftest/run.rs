@@ -123,16 +123,6 @@ fn generic_endpoint(endpoint: &Endpoint) -> bool {
     endpoint.downcast::<SimDevice>().is_some() || endpoint.downcast::<HostEndpoint>().is_some()
 }
 
-/// Install `plan` on every simulated endpoint of `route` (an empty plan
-/// removes the faults).
-pub fn install(route: &Route, plan: &FaultPlan) {
-    for endpoint in [route.source(), route.destination()] {
-        if let Some(device) = endpoint.downcast::<SimDevice>() {
-            device.install_faults(plan.clone());
-        }
-    }
-}
-
 /// Run one provider on one route over every dtype and fixed shape (the
 /// large one excepted) that the exercise applies to.
 fn exercise(
