@@ -16,6 +16,7 @@ use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_gen
 use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
 use tenferro_transfer_conformance::harness::{Rule, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
+use tenferro_transfer_conformance::record::CaseOutcome;
 use tenferro_transfer_conformance::{
     BuiltinProvider, ReportFormat, SuiteOptions, all_builtin_providers, builtin_provider,
     run_fixed_suite_with_progress, selftest,
@@ -288,7 +289,7 @@ fn main() -> ExitCode {
             let options = GeneratedOptions {
                 seed,
                 inject: cli.inject.clone(),
-                deadline: cli.deadline(),
+                deadline: cli.deadline().into(),
                 ..GeneratedOptions::new(profile)
             };
             let mut reports = Vec::new();
@@ -332,15 +333,25 @@ fn main() -> ExitCode {
             let mut out = String::new();
             for provider in &providers {
                 match replay(provider, &cli.inject, &recipe) {
-                    Ok(judgement) => {
+                    Ok(CaseOutcome::Skipped { reason }) => {
+                        out.push_str(&format!(
+                            "{}: skip: not run here: {reason}\n",
+                            provider.name
+                        ));
+                    }
+                    Ok(CaseOutcome::NotSetUp { message }) => {
+                        failed = true;
+                        out.push_str(&format!("{}: cannot replay: {message}\n", provider.name));
+                    }
+                    Ok(outcome) => {
                         judged = true;
-                        failed |= !judgement.passed();
+                        failed |= outcome.failed();
                         out.push_str(&format!(
                             "{}: {}\n",
                             provider.name,
-                            if judgement.passed() { "pass" } else { "FAIL" }
+                            if outcome.failed() { "FAIL" } else { "pass" }
                         ));
-                        for violation in &judgement.violations {
+                        for violation in outcome.violations() {
                             out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
                         }
                     }
@@ -349,7 +360,11 @@ fn main() -> ExitCode {
                     }
                     Err(error) => {
                         failed = true;
-                        out.push_str(&format!("{}: cannot replay: {error}\n", provider.name));
+                        out.push_str(&format!(
+                            "{}: cannot replay: {}\n",
+                            provider.name,
+                            error_chain(&error)
+                        ));
                     }
                 }
             }

@@ -306,7 +306,10 @@ fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
         "{table}"
     );
     assert!(table.contains("skip"), "{table}");
-    assert!(table.contains(&format!("skipped: {reason}")), "{table}");
+    assert!(
+        table.contains(&format!("skipped: cuda0: {reason}")),
+        "{table}"
+    );
     assert!(table.contains("0 passed, 0 failed"), "{table}");
 
     let required = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
@@ -317,7 +320,7 @@ fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
     assert_eq!(required.status.code(), Some(1));
     let table = String::from_utf8_lossy(&required.stdout);
     assert!(
-        table.contains("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1, but"),
+        table.contains("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1 requires the cuda device, but cuda0: "),
         "{table}"
     );
     assert!(table.contains("0 skipped"), "{table}");

@@ -129,12 +129,14 @@ fn check(heading: &str, samples: &[Value]) {
 
 #[test]
 fn the_suite_run_json_is_documented_field_by_field() {
-    let mut report = support::small_report();
+    let mut records = support::small_records();
     // A device failure passed on as an expected error, as the self-test's
     // fault plans produce them.
-    let mut expected = report.results[0].clone();
-    expected.expected_errors = vec!["sim0: injected device fault: copy refused".to_owned()];
-    report.push(expected);
+    let expected = records[0]
+        .clone()
+        .with_expected_errors(vec!["sim0: injected device fault: copy refused".to_owned()]);
+    records.push(expected);
+    let report = tenferro_transfer_conformance::Report::from_records(records);
     let sample = serde_json::to_value(&report).unwrap();
     // A ProviderSuite's report: its fixed and outside cases carry the
     // recipe that replays them alone.

@@ -59,7 +59,9 @@ fn generated(
             if judgement.passed() {
                 Ok(())
             } else {
-                Err(TestCaseError::fail(judgement.violations[0].message.clone()))
+                Err(TestCaseError::fail(
+                    judgement.violations()[0].message.clone(),
+                ))
             }
         })
         .expect("every generated case passes");

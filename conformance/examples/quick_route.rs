@@ -33,7 +33,7 @@ fn main() {
     }
     let Some(report) = report else { return };
     let largest = report
-        .results
+        .rows()
         .iter()
         .map(|row| row.shape.iter().product::<usize>())
         .max()
@@ -41,10 +41,10 @@ fn main() {
     times.sort_by(f64::total_cmp);
     println!(
         "one route, quick profile: {} rows ({} passed, {} failed, {} skipped), largest case {largest} elements; {runs} runs: min {:.2} s, median {:.2} s, max {:.2} s",
-        report.results.len(),
-        report.summary.passed,
-        report.summary.failed,
-        report.summary.skipped,
+        report.rows().len(),
+        report.summary().passed,
+        report.summary().failed,
+        report.summary().skipped,
         times[0],
         times[runs / 2],
         times[runs - 1]

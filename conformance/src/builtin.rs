@@ -29,13 +29,18 @@ pub struct BuiltinProvider {
 }
 
 impl BuiltinProvider {
-    /// A fresh route for this provider.
+    /// A fresh route for this provider, gated ([`Route::gate`]).
     ///
     /// # Errors
     ///
-    /// Returns the harness's error if a device or endpoint cannot be set up.
+    /// [`HarnessError::Unavailable`] (a skip) where a device of the route
+    /// is absent, [`HarnessError::DeviceRequired`] (a failure) where the
+    /// settings require it, or the harness's error if a device or endpoint
+    /// cannot be set up.
     pub fn route(&self) -> Result<Route, HarnessError> {
-        (self.route)()
+        let route = (self.route)()?;
+        route.gate()?;
+        Ok(route)
     }
 
     /// This provider declared as a vendor's crate declares its own: a

@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRunner};
@@ -27,11 +26,12 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Judgement, Route, Watchdog, panic_message,
+    DEFAULT_DEADLINE, HarnessError, Route, RouteDeadline, Watchdog, describe_error, panic_message,
 };
 
 use crate::BuiltinProvider;
 use crate::generated::{REPLAY_ENV, SEED_ENV, seed_rng, shell_quote};
+use crate::record::CaseOutcome;
 use crate::suite::provider_for;
 
 /// How hard to push one provider instance.
@@ -48,8 +48,9 @@ pub struct ConcurrencyOptions {
     pub inject: Vec<Fault>,
     /// The seed the threads draw their cases from.
     pub seed: u64,
-    /// The per-call deadline.
-    pub deadline: Duration,
+    /// The per-call deadline: a `Duration` (`.into()`), or the route's
+    /// shared [`RouteDeadline`] so that a hang is judged once per route.
+    pub deadline: RouteDeadline,
 }
 
 impl Default for ConcurrencyOptions {
@@ -60,7 +61,7 @@ impl Default for ConcurrencyOptions {
             repeats: 3,
             inject: Vec::new(),
             seed: 0,
-            deadline: DEFAULT_DEADLINE,
+            deadline: DEFAULT_DEADLINE.into(),
         }
     }
 }
@@ -136,16 +137,16 @@ pub(crate) struct Call {
     pub recipe: Recipe,
     /// Where the call started and ended on the run's shared clock.
     pub span: (u64, u64),
-    /// The oracle's judgement, or why the case could not run.
-    pub judged: Result<Judgement, String>,
+    /// What became of the call, through the runner's one conversion:
+    /// judged, skipped where the route cannot run it here, or not set up.
+    pub outcome: CaseOutcome,
 }
 
 impl Call {
-    /// Whether the call broke a rule or could not run.
+    /// Whether the call broke a rule or could not be set up (a skip is
+    /// neither).
     pub fn failed(&self) -> bool {
-        self.judged
-            .as_ref()
-            .map_or(true, |judgement| !judgement.passed())
+        self.outcome.failed()
     }
 
     /// `thread 2, call 17`, with its case.
@@ -186,7 +187,7 @@ impl Pressure {
 
     /// A paragraph for a failing call: where it ran, what ran beside it,
     /// what its other repeats said, and how to replay it.
-    pub fn account(&self, call: &Call, alone: &Alone, route: &str) -> String {
+    pub fn account(&self, call: &Call, alone: &Alone, route: &str, cargo_test: &str) -> String {
         let options = &self.options;
         let mut text = format!(
             "under concurrent calls: thread {} of {} (each thread its own runtime, one provider instance), call {} of {}, repeat {} of {}",
@@ -235,7 +236,7 @@ impl Pressure {
         ));
         let json = call.recipe.to_json();
         text.push_str(&format!(
-            "\n  replay: {REPLAY_ENV}={} cargo test {route}:: (the case alone); {SEED_ENV}={} cargo test {route}:: (the same concurrent schedule; the threads' timing varies)",
+            "\n  replay: {REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
             shell_quote(&json),
             options.seed
         ));
@@ -283,15 +284,17 @@ impl Alone {
 pub(crate) fn replay_alone(
     route: &Route,
     provider: Arc<dyn TransferProvider>,
-    deadline: Duration,
+    deadline: &RouteDeadline,
     recipe: &Recipe,
 ) -> Alone {
-    let judged = Watchdog::new(route.clone(), provider, deadline)
-        .and_then(|mut watchdog| run_recipe(&mut watchdog, route, recipe).into_result());
-    match judged {
-        Ok(judgement) if judgement.passed() => Alone::Passed,
-        Ok(_) => Alone::Failed,
-        Err(error) => Alone::NotRun(error.to_string()),
+    let outcome = Watchdog::new(route.clone(), provider, deadline.clone())
+        .map(|mut watchdog| CaseOutcome::from(run_recipe(&mut watchdog, route, recipe)));
+    match outcome {
+        Ok(CaseOutcome::Passed { .. }) => Alone::Passed,
+        Ok(CaseOutcome::Failed { .. }) => Alone::Failed,
+        Ok(CaseOutcome::Skipped { reason }) => Alone::NotRun(format!("skipped: {reason}")),
+        Ok(CaseOutcome::NotSetUp { message }) => Alone::NotRun(message),
+        Err(error) => Alone::NotRun(describe_error(&error)),
     }
 }
 
@@ -348,7 +351,7 @@ pub(crate) fn drive(
         let shared = Shared {
             route,
             provider,
-            deadline: options.deadline,
+            deadline: &options.deadline,
             repeat,
             clock: &clock,
             barrier: &barrier,
@@ -383,7 +386,7 @@ pub(crate) fn drive(
 struct Shared<'a> {
     route: &'a Route,
     provider: &'a Arc<dyn TransferProvider>,
-    deadline: Duration,
+    deadline: &'a RouteDeadline,
     repeat: usize,
     clock: &'a AtomicU64,
     barrier: &'a Barrier,
@@ -399,23 +402,31 @@ impl Shared<'_> {
     /// read after the second, so all threads read the same value and stop
     /// after the same round.
     fn run_thread(&self, thread: usize, plan: &[Recipe]) -> Vec<Call> {
-        let mut watchdog =
-            Watchdog::new(self.route.clone(), Arc::clone(self.provider), self.deadline);
+        let mut watchdog = Watchdog::new(
+            self.route.clone(),
+            Arc::clone(self.provider),
+            self.deadline.clone(),
+        );
         let mut calls = Vec::with_capacity(plan.len());
         for (index, recipe) in plan.iter().enumerate() {
             self.barrier.wait();
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
-            let judged = match &mut watchdog {
+            let outcome = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    run_recipe(watchdog, self.route, recipe).judgement()
+                    CaseOutcome::from(run_recipe(watchdog, self.route, recipe))
                 }))
-                .unwrap_or_else(|payload| {
-                    Err(format!(
+                .unwrap_or_else(|payload| CaseOutcome::NotSetUp {
+                    message: format!(
                         "the concurrent run itself panicked (a harness bug; please report it): {}",
                         panic_message(payload.as_ref())
-                    ))
+                    ),
                 }),
-                Err(error) => Err(format!("the thread's runtime could not be built: {error}")),
+                Err(error) => CaseOutcome::NotSetUp {
+                    message: format!(
+                        "the thread's runtime could not be built: {}",
+                        describe_error(error)
+                    ),
+                },
             };
             let finished = self.clock.fetch_add(1, Ordering::SeqCst);
             let call = Call {
@@ -424,7 +435,7 @@ impl Shared<'_> {
                 index,
                 recipe: recipe.clone(),
                 span: (started, finished),
-                judged,
+                outcome,
             };
             if call.failed() {
                 self.stop.store(true, Ordering::SeqCst);
@@ -478,19 +489,22 @@ pub fn run_concurrent(
             let alone = replay_alone(
                 &route,
                 Arc::clone(&provider),
-                options.deadline,
+                &options.deadline,
                 &call.recipe,
             );
-            let what = match &call.judged {
-                Ok(judgement) => judgement
-                    .violations
+            let what = match &call.outcome {
+                CaseOutcome::NotSetUp { message } => format!("setup: {message}"),
+                outcome => outcome
+                    .violations()
                     .iter()
                     .map(|violation| format!("{}: {}", violation.rule, violation.message))
                     .collect::<Vec<_>>()
                     .join("\n  "),
-                Err(message) => format!("setup: {message}"),
             };
-            format!("{what}\n  {}", pressure.account(call, &alone, builtin.name))
+            format!(
+                "{what}\n  {}",
+                pressure.account(call, &alone, builtin.name, "cargo test")
+            )
         })
         .collect();
     Ok(ConcurrencyReport {

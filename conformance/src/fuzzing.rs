@@ -22,7 +22,7 @@
 //! assert_eq!(fuzzer.run(&[]).unwrap(), Checked::ReferencePassed);
 //! ```
 
-use crate::runner::{JudgedAs, run_case};
+use crate::runner::{CaseHook, CaseRun, JudgedAs, run_case};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +34,8 @@ use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
-    Case, HarnessError, HostProvider, Judgement, Outcome, Route, Rule, RuntimeVerdict, Watchdog,
+    Case, HarnessError, HostProvider, Judgement, Outcome, Route, Rule, RuntimeVerdict, Violation,
+    Watchdog,
 };
 
 use crate::selftest::{
@@ -135,6 +136,12 @@ pub enum Checked {
     /// Not run: a hang costs a whole deadline, so hangs run only on the few
     /// cases where the self-test runs them.
     SkippedHang,
+    /// Not run: the route cannot run the case here (a skip with the
+    /// reason, never a pass and never a crash).
+    Skipped {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// One decoded input of `transfer_contract`.
@@ -330,13 +337,23 @@ impl ContractFuzzer {
         {
             return Ok(Checked::SkippedHang);
         }
-        let (judgement, outcome) = run_case(watchdog, &route, &case, JudgedAs::Inside, Some(&plan))
-            .into_outcome()
-            .map_err(|source| FuzzFailure::Harness {
-                context: context.clone(),
-                source,
-            })?;
-        agrees_with_runtime(&judgement, &context)?;
+        let (judgement, outcome) = match run_case(
+            watchdog,
+            &route,
+            &case,
+            JudgedAs::Inside,
+            Some(&plan as &dyn CaseHook),
+        ) {
+            CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
+            CaseRun::Skipped(reason) => return Ok(Checked::Skipped { reason }),
+            CaseRun::NotRun(source) => {
+                return Err(FuzzFailure::Harness {
+                    context: context.clone(),
+                    source,
+                });
+            }
+        };
+        agrees_with_runtime(judgement.violations(), &context)?;
         if let Some(spec) = spec {
             if !spec.applies(&case, &route) {
                 return Ok(Checked::Invariants);
@@ -398,9 +415,8 @@ fn route_and_provider(
     Ok((route, provider))
 }
 
-fn agrees_with_runtime(judgement: &Judgement, context: &str) -> Result<(), FuzzFailure> {
-    match judgement
-        .violations
+fn agrees_with_runtime(violations: &[Violation], context: &str) -> Result<(), FuzzFailure> {
+    match violations
         .iter()
         .find(|violation| violation.rule == Rule::RuntimeAgreement)
     {
@@ -447,7 +463,7 @@ fn reference_under_plan(
     };
     let check = CaseCheck {
         false_alarms: judgement
-            .violations
+            .violations()
             .iter()
             .filter(|violation| !explained.contains(&violation.rule))
             .cloned()
@@ -519,14 +535,20 @@ impl HostFuzzer {
                 source,
             })?;
         let route = watchdog.route().clone();
-        let (judgement, outcome) = run_case(watchdog, &route, &case, JudgedAs::Inside, None)
-            .into_outcome()
-            .map_err(|source| FuzzFailure::Harness {
-                context: context.clone(),
-                source,
-            })?;
-        agrees_with_runtime(&judgement, &context)?;
-        if let Some(violation) = judgement.violations.first() {
+        let (judgement, outcome) = match run_case(watchdog, &route, &case, JudgedAs::Inside, None) {
+            CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
+            // Plain host memory stages every case; a skip here would be
+            // the harness's, and is not a finding of this target.
+            CaseRun::Skipped(_) => return Ok(()),
+            CaseRun::NotRun(source) => {
+                return Err(FuzzFailure::Harness {
+                    context: context.clone(),
+                    source,
+                });
+            }
+        };
+        agrees_with_runtime(judgement.violations(), &context)?;
+        if let Some(violation) = judgement.violations().first() {
             return Err(FuzzFailure::HostValues {
                 context,
                 message: format!("{}: {}", violation.rule, violation.message),
@@ -585,19 +607,15 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tenferro_transfer_harness::Violation;
 
-    fn judged(rules: &[Rule]) -> Judgement {
-        Judgement {
-            violations: rules
-                .iter()
-                .map(|&rule| Violation {
-                    rule,
-                    message: format!("{rule} broke"),
-                })
-                .collect(),
-            ..Judgement::default()
-        }
+    fn judged(rules: &[Rule]) -> Vec<Violation> {
+        rules
+            .iter()
+            .map(|&rule| Violation {
+                rule,
+                message: format!("{rule} broke"),
+            })
+            .collect()
     }
 
     #[test]
@@ -611,7 +629,7 @@ mod tests {
 
     #[test]
     fn a_missed_or_extra_rule_is_a_failure() {
-        let check = CaseCheck::of(&[Rule::Dtype], false, &judged(&[Rule::Values]));
+        let check = CaseCheck::of_violations(&[Rule::Dtype], false, &judged(&[Rule::Values]), &[]);
         let failure = measured("broken".to_owned(), check, "case").unwrap_err();
         let FuzzFailure::KillMatrix { check, .. } = failure else {
             panic!("{failure:?}");

@@ -15,25 +15,14 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ViewKinds, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Judgement, Route, Unchecked, Watchdog,
+    DEFAULT_DEADLINE, HarnessError, Route, RouteDeadline, Settings, Watchdog,
 };
 
 use crate::BuiltinProvider;
-use crate::report::ViolationRow;
+use crate::report::{ViolationRow, violation_rows};
 use crate::suite::provider_for;
 
-/// Environment variable holding a recipe (one line of JSON) that the
-/// generated suite replays instead of generating cases.
-pub const REPLAY_ENV: &str = "TRANSFER_CONFORMANCE_REPLAY";
-/// Environment variable fixing the generator's seed.
-pub const SEED_ENV: &str = "TRANSFER_CONFORMANCE_SEED";
-/// Environment variable naming the built-in provider that a replay under
-/// `cargo test --test generated` runs (unset: every built-in provider).
-pub const PROVIDER_ENV: &str = "TRANSFER_CONFORMANCE_PROVIDER";
-/// Environment variable listing, comma-separated, the faults that a replay
-/// under `cargo test --test generated` injects, so that it reproduces a
-/// failure found under `--inject`.
-pub const INJECT_ENV: &str = "TRANSFER_CONFORMANCE_INJECT";
+pub use tenferro_transfer_harness::settings::{INJECT_ENV, PROVIDER_ENV, REPLAY_ENV, SEED_ENV};
 
 /// How to run the generated suite.
 #[derive(Clone, Debug)]
@@ -49,8 +38,9 @@ pub struct GeneratedOptions {
     /// from the working directory: under `cargo test`, the calling
     /// crate); `None` keeps none.
     pub regressions: Option<std::path::PathBuf>,
-    /// The per-case deadline.
-    pub deadline: Duration,
+    /// The per-case deadline: a `Duration` (`.into()`), or the route's
+    /// shared [`RouteDeadline`] so that a hang is judged once per route.
+    pub deadline: RouteDeadline,
 }
 
 impl GeneratedOptions {
@@ -61,7 +51,7 @@ impl GeneratedOptions {
             seed: None,
             inject: Vec::new(),
             regressions: None,
-            deadline: DEFAULT_DEADLINE,
+            deadline: DEFAULT_DEADLINE.into(),
         }
     }
 
@@ -69,12 +59,11 @@ impl GeneratedOptions {
     ///
     /// # Errors
     ///
-    /// Returns [`HarnessError::InvalidCase`] if the variable is not a number.
+    /// [`HarnessError::Settings`] if a setting is not one the suite knows
+    /// (the seed not a number, say).
     pub fn with_env_seed(mut self) -> Result<Self, HarnessError> {
-        if let Ok(text) = std::env::var(SEED_ENV) {
-            self.seed = Some(text.parse().map_err(|_| HarnessError::InvalidCase {
-                reason: format!("{SEED_ENV}={text} is not an unsigned integer"),
-            })?);
+        if let Some(seed) = Settings::current()?.seed {
+            self.seed = Some(seed);
         }
         Ok(self)
     }
@@ -195,17 +184,10 @@ pub(crate) fn drawn_seed() -> u64 {
     hasher.finish()
 }
 
-/// What became of `recipe`'s case: judged, or not set up when it could not
-/// be built or run.
-fn violations_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseOutcome {
-    match judge(rig, route, recipe) {
-        Ok(judgement) => CaseOutcome::judged(judgement),
-        Err(message) => CaseOutcome::NotSetUp { message },
-    }
-}
-
-fn judge(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> Result<Judgement, String> {
-    run_recipe(rig, route, recipe).judgement()
+/// What became of `recipe`'s case, through the runner's one conversion:
+/// judged, skipped where the route cannot run it here, or not set up.
+fn outcome_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseOutcome {
+    CaseOutcome::from(run_recipe(rig, route, recipe))
 }
 
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -232,8 +214,7 @@ impl FailedCase {
 
     /// The message of its first violation.
     fn first_message(&self) -> String {
-        self.outcome
-            .violation_rows()
+        violation_rows(&self.outcome)
             .first()
             .map(|row| row.message.clone())
             .unwrap_or_default()
@@ -255,7 +236,7 @@ pub(crate) enum Found {
         /// The first failing case and its violations.
         original: FailedCase,
         /// The last case that failed during shrinking, with its violations.
-        minimal: FailedCase,
+        minimal: Box<FailedCase>,
     },
 }
 
@@ -302,8 +283,12 @@ pub(crate) struct Generation {
     pub elapsed: Duration,
     /// The failure, if any case failed.
     pub failure: Option<Found>,
-    /// Rules left unchecked on every generated case, with the first reason.
-    pub unchecked: Vec<Unchecked>,
+    /// Every judged case summed up ([`CaseOutcome::summed`]): a rule is
+    /// checked where any case checked it. `None` when no case was judged.
+    pub summed: Option<CaseOutcome>,
+    /// Why the first skipped case was skipped (a case the route cannot run
+    /// here is a skip, never a failure).
+    pub skipped: Option<String>,
 }
 
 /// Run proptest-drawn recipes inside `capabilities` through `provider` on
@@ -322,7 +307,11 @@ pub(crate) fn generate(
     capabilities: &Capabilities,
     options: &GeneratedOptions,
 ) -> Result<Generation, HarnessError> {
-    let rig = RefCell::new(Watchdog::new(route.clone(), provider, options.deadline)?);
+    let rig = RefCell::new(Watchdog::new(
+        route.clone(),
+        provider,
+        options.deadline.clone(),
+    )?);
     let seed = options.seed.unwrap_or_else(drawn_seed);
     let config = Config {
         cases: options.profile.cases(),
@@ -339,7 +328,8 @@ pub(crate) fn generate(
     let capabilities = staged_views(capabilities, route);
     let strategy = recipe(options.profile, &capabilities);
     let cases = std::cell::Cell::new(0_u64);
-    let unchecked: RefCell<Option<Vec<Unchecked>>> = RefCell::new(None);
+    let summed: RefCell<Option<CaseOutcome>> = RefCell::new(None);
+    let skipped: RefCell<Option<String>> = RefCell::new(None);
     // The first case that failed, and the latest (proptest's minimal case
     // is the last one that failed while shrinking).
     let first: RefCell<Option<FailedCase>> = RefCell::new(None);
@@ -347,17 +337,13 @@ pub(crate) fn generate(
     let start = Instant::now();
     let result = runner.run(&strategy, |recipe| {
         cases.set(cases.get() + 1);
-        let judged = violations_of(&mut rig.borrow_mut(), route, &recipe);
-        let mut everywhere = unchecked.borrow_mut();
-        match everywhere.as_mut() {
-            None => *everywhere = Some(judged.unchecked().to_vec()),
-            Some(kept) => kept.retain(|item| {
-                judged
-                    .unchecked()
-                    .iter()
-                    .any(|other| other.rule == item.rule)
-            }),
+        let judged = outcome_of(&mut rig.borrow_mut(), route, &recipe);
+        if let CaseOutcome::Skipped { reason } = &judged {
+            skipped.borrow_mut().get_or_insert_with(|| reason.clone());
         }
+        let mut sum = summed.borrow_mut();
+        *sum = CaseOutcome::summed(sum.iter().chain([&judged]));
+        drop(sum);
         match FailedCase::new(recipe, judged) {
             None => Ok(()),
             Some(failed) => {
@@ -371,13 +357,13 @@ pub(crate) fn generate(
     let failure = match result {
         Ok(()) => None,
         Err(TestError::Fail(_, minimal)) => {
-            let replayed = violations_of(&mut rig.borrow_mut(), route, &minimal);
+            let replayed = outcome_of(&mut rig.borrow_mut(), route, &minimal);
             let original = first.take();
             let shrunk = latest.take().filter(|failed| failed.recipe == minimal);
             match (FailedCase::new(minimal.clone(), replayed), original) {
                 (Some(reproduced), _) => Some(Found::Reproduced(reproduced)),
                 (None, Some(original)) => Some(Found::Nondeterministic {
-                    minimal: shrunk.unwrap_or_else(|| original.clone()),
+                    minimal: Box::new(shrunk.unwrap_or_else(|| original.clone())),
                     original,
                 }),
                 // Proptest reported a failure the closure never saw (only
@@ -409,7 +395,8 @@ pub(crate) fn generate(
         cases: cases.get(),
         elapsed: start.elapsed(),
         failure,
-        unchecked: unchecked.take().unwrap_or_default(),
+        summed: summed.take(),
+        skipped: skipped.take(),
     })
 }
 
@@ -493,27 +480,29 @@ pub fn run_generated(
                 ),
                 nondeterministic: found.nondeterminism(),
                 minimal: shown.recipe,
-                violations: shown.outcome.violation_rows(),
+                violations: violation_rows(&shown.outcome),
             }
         }),
     })
 }
 
-/// Run one recipe through a built-in provider: what `replay` does.
+/// Run one recipe through a built-in provider: what `replay` does. The
+/// case's outcome: passed, failed with its violations, skipped where the
+/// route cannot run it here, or not set up.
 ///
 /// # Errors
 ///
-/// Returns the harness's error if the route, rig or case cannot be built.
+/// Returns the harness's error if the route or rig cannot be built.
 pub fn replay(
     provider: &BuiltinProvider,
     inject: &[Fault],
     recipe: &Recipe,
-) -> Result<Judgement, HarnessError> {
+) -> Result<CaseOutcome, HarnessError> {
     let route = provider.route()?;
     let mut rig = Watchdog::new(
         route.clone(),
         provider_for(provider, &route, inject)?,
         DEFAULT_DEADLINE,
     )?;
-    run_recipe(&mut rig, &route, recipe).into_result()
+    Ok(CaseOutcome::from(run_recipe(&mut rig, &route, recipe)))
 }

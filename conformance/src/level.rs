@@ -42,22 +42,45 @@ pub enum Level {
     V1,
 }
 
-/// The rules of [`Level::V1`], in catalogue order.
-const V1_RULES: [Rule; 13] = [
-    Rule::Dtype,
-    Rule::Shape,
-    Rule::BufferLength,
-    Rule::Placement,
-    Rule::Residency,
-    Rule::Completion,
-    Rule::Values,
-    Rule::NoError,
-    Rule::NoPanic,
-    Rule::Deadline,
-    Rule::NoLeak,
-    Rule::CapabilityHonesty,
-    Rule::RuntimeAgreement,
-];
+/// The rules a level checks, filtered from the rule catalogue
+/// (`harness::__rule_catalogue`): `__level_rules!(LEVEL [callback] { prefix })`
+/// expands to `callback! { prefix [test => Variant, ...] }` with the rules
+/// introduced at `LEVEL` or before, in catalogue order. The level's list of
+/// rules and the macro's tests are both expanded through it; an
+/// implementation detail of [`conformance_tests!`](crate::conformance_tests).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __level_rules {
+    ($level:ident [$($callback:tt)*] { $($prefix:tt)* }) => {
+        $crate::harness::__rule_catalogue! {
+            [$crate::__level_rules] { @filter $level [$($callback)*] { $($prefix)* } [] }
+        }
+    };
+    (@filter $level:ident [$($callback:tt)*] { $($prefix:tt)* } [$($kept:tt)*] []) => {
+        $($callback)*! { $($prefix)* [$($kept)*] }
+    };
+    (@filter V1 $callback:tt $prefix:tt [$($kept:tt)*]
+        [$variant:ident $test:ident $id:literal V1 $doc:literal, $($rest:tt)*]) => {
+        $crate::__level_rules! { @filter V1 $callback $prefix [$($kept)* $test => $variant,] [$($rest)*] }
+    };
+    (@filter V1 $callback:tt $prefix:tt [$($kept:tt)*]
+        [$variant:ident $test:ident $id:literal $since:ident $doc:literal, $($rest:tt)*]) => {
+        $crate::__level_rules! { @filter V1 $callback $prefix [$($kept)*] [$($rest)*] }
+    };
+    (@filter V2 $callback:tt $prefix:tt [$($kept:tt)*]
+        [$variant:ident $test:ident $id:literal $since:ident $doc:literal, $($rest:tt)*]) => {
+        $crate::__level_rules! { @filter V2 $callback $prefix [$($kept)* $test => $variant,] [$($rest)*] }
+    };
+}
+
+/// A `test => Variant` list as a constant slice of rules.
+macro_rules! rule_slice {
+    ($name:ident [$($test:ident => $variant:ident,)*]) => {
+        const $name: &[Rule] = &[$(Rule::$variant),*];
+    };
+}
+
+__level_rules!(V1 [rule_slice] { V1_RULES });
 
 impl Level {
     /// The newest level.
@@ -69,7 +92,7 @@ impl Level {
     /// The rules this level checks, in catalogue order.
     pub fn rules(self) -> &'static [Rule] {
         match self {
-            Level::V1 => &V1_RULES,
+            Level::V1 => V1_RULES,
         }
     }
 

@@ -1,12 +1,18 @@
-//! The typed result model under a `ProviderSuite`'s report: one
-//! [`CaseRecord`] per case, with where it came from ([`Origin`]) and what
-//! became of it ([`CaseOutcome`]). Rule verdicts (what each
-//! `conformance_tests!` test asserts) are read from records; the report's
-//! rows, its summary and every rendering (table, JSON, Markdown, JUnit) are
-//! computed from them, so the two cannot disagree.
+//! The typed result model: one [`CaseRecord`] per case, with where it came
+//! from ([`Origin`]) and what became of it ([`CaseOutcome`]). The runner's
+//! result becomes a case's outcome through one conversion
+//! (`CaseOutcome::from(CaseRun)`), and every report is computed from
+//! records: the rows, the summary, each rule's verdict and every rendering
+//! (table, JSON, Markdown, JUnit), so none of them can disagree.
 //!
-//! A failed record without a violation cannot be constructed:
+//! Which rules a case checked is part of its outcome, taken from the
+//! oracle's judgement alone: a rule the oracle did not judge on a case
+//! never counts as checked there, whatever path ran the case. A failed
+//! record without a violation cannot be constructed:
 //! [`CaseOutcome::Failed`] holds [`Violations`], which is never empty.
+//!
+//! This module is the bottom of the crate's result model: it imports no
+//! other module of the crate.
 //!
 //! # Examples
 //!
@@ -16,15 +22,42 @@
 //!
 //! assert!(Violations::new(Vec::new()).is_none());
 //! let broken = Violations::new(vec![Violation { rule: Rule::Values, message: "1 of 2 elements differ".into() }]).unwrap();
-//! let outcome = CaseOutcome::Failed { violations: broken, unchecked: Vec::new() };
+//! let outcome = CaseOutcome::Failed { violations: broken, checked: vec![Rule::Values], unchecked: Vec::new() };
 //! assert!(outcome.breaks(Rule::Values) && !outcome.breaks(Rule::Dtype));
+//! // A rule the outcome does not list as checked was not checked.
+//! assert!(outcome.checked(Rule::Values) && !outcome.checked(Rule::Dtype));
 //! ```
 
 use serde::{Deserialize, Serialize};
-use tenferro_transfer_harness::strategy::Profile;
+use tenferro_transfer_harness::strategy::{Profile, Recipe};
 use tenferro_transfer_harness::{Judgement, Rule, Unchecked, Violation};
 
-use crate::report::{CaseResult, RowHead, SETUP, Verdict, ViolationRow};
+/// A case's verdict.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Every checked rule held.
+    Pass,
+    /// At least one rule was broken, or the case could not run.
+    Fail,
+    /// The case was not run; the reason is in the row. Never a pass.
+    Skip,
+}
+
+/// What identifies a row.
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+pub struct RowHead {
+    /// Provider name.
+    pub provider: String,
+    /// Route label.
+    pub route: String,
+    /// Dtype name.
+    pub dtype: String,
+    /// Logical shape.
+    pub shape: Vec<usize>,
+    /// Layout label.
+    pub layout: String,
+}
 
 /// Where a case record came from.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
@@ -87,6 +120,10 @@ impl From<Violations> for Vec<Violation> {
     }
 }
 
+/// Why a rule counts as not checked on a judged case that neither checked
+/// it nor said why (a record read back without its checks, say).
+const NOT_JUDGED: &str = "the oracle did not judge it on this case";
+
 /// What became of a case.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "kebab-case")]
@@ -94,6 +131,9 @@ impl From<Violations> for Vec<Violation> {
 pub enum CaseOutcome {
     /// Judged: every rule checked held.
     Passed {
+        /// The rules the oracle judged, in catalogue order.
+        #[serde(default)]
+        checked: Vec<Rule>,
         /// Rules not checked on the case, with why.
         unchecked: Vec<Unchecked>,
     },
@@ -101,13 +141,17 @@ pub enum CaseOutcome {
     Failed {
         /// The rules broken (never empty).
         violations: Violations,
+        /// The rules the oracle judged, in catalogue order (the broken ones
+        /// among them).
+        #[serde(default)]
+        checked: Vec<Rule>,
         /// Rules not checked on the case, with why.
         unchecked: Vec<Unchecked>,
     },
     /// The harness could not set the case (or the whole route) up: it
     /// fails every rule test of the route, with the message.
     NotSetUp {
-        /// What went wrong.
+        /// What went wrong, with its causes.
         message: String,
     },
     /// Not run here: the reason. Never a pass.
@@ -119,17 +163,77 @@ pub enum CaseOutcome {
 
 impl CaseOutcome {
     /// A judged outcome: failed with the judgement's violations, passed
-    /// without any.
-    pub fn judged(judgement: Judgement) -> Self {
-        match Violations::new(judgement.violations) {
+    /// without any; checked exactly where the oracle judged.
+    pub fn judged(judgement: &Judgement) -> Self {
+        let checked = judgement.checked().to_vec();
+        let unchecked = judgement.unchecked().to_vec();
+        match Violations::new(judgement.violations().to_vec()) {
             Some(violations) => CaseOutcome::Failed {
                 violations,
-                unchecked: judgement.unchecked,
+                checked,
+                unchecked,
             },
-            None => CaseOutcome::Passed {
-                unchecked: judgement.unchecked,
-            },
+            None => CaseOutcome::Passed { checked, unchecked },
         }
+    }
+
+    /// The outcome of a run of several judged cases summed up in one
+    /// record (the generated run, the concurrent calls): a rule counts as
+    /// checked where any of them checked it, and as unchecked, with the
+    /// first reason, where none did. Violations are not summed: a failing
+    /// case is a record of its own. `None` when no outcome was judged.
+    pub fn summed<'a>(outcomes: impl IntoIterator<Item = &'a CaseOutcome>) -> Option<Self> {
+        let mut checked: Vec<Rule> = Vec::new();
+        let mut reasons: Vec<Unchecked> = Vec::new();
+        let mut judged = false;
+        for outcome in outcomes {
+            let (CaseOutcome::Passed {
+                checked: these,
+                unchecked,
+            }
+            | CaseOutcome::Failed {
+                checked: these,
+                unchecked,
+                ..
+            }) = outcome
+            else {
+                continue;
+            };
+            judged = true;
+            checked.extend(these);
+            for item in unchecked {
+                if !reasons.iter().any(|kept| kept.rule == item.rule) {
+                    reasons.push(item.clone());
+                }
+            }
+        }
+        if !judged {
+            return None;
+        }
+        checked.sort();
+        checked.dedup();
+        reasons.retain(|item| !checked.contains(&item.rule));
+        Some(CaseOutcome::Passed {
+            checked,
+            unchecked: reasons,
+        })
+    }
+
+    /// Whether the case was judged and every rule it checked held.
+    pub fn passed(&self) -> bool {
+        matches!(self, CaseOutcome::Passed { .. })
+    }
+
+    /// The rules broken, in catalogue order, without repeats.
+    pub fn rules(&self) -> Vec<Rule> {
+        let mut rules: Vec<Rule> = self
+            .violations()
+            .iter()
+            .map(|violation| violation.rule)
+            .collect();
+        rules.sort();
+        rules.dedup();
+        rules
     }
 
     /// Whether the case broke `rule`.
@@ -147,26 +251,69 @@ impl CaseOutcome {
         }
     }
 
+    /// Whether the oracle judged `rule` on this case (held or broken). A
+    /// case skipped or not set up checked nothing.
+    pub fn checked(&self, rule: Rule) -> bool {
+        match self {
+            CaseOutcome::Passed { checked, .. } | CaseOutcome::Failed { checked, .. } => {
+                checked.contains(&rule)
+            }
+            _ => false,
+        }
+    }
+
+    /// The rules checked on this case, in catalogue order.
+    pub fn checked_rules(&self) -> &[Rule] {
+        match self {
+            CaseOutcome::Passed { checked, .. } | CaseOutcome::Failed { checked, .. } => checked,
+            _ => &[],
+        }
+    }
+
     /// Why `rule` was not checked on this case, if it was not: unchecked
-    /// by the oracle, or the case skipped. `None` for a case that was not
-    /// set up (it fails every rule).
+    /// by the oracle, or the case skipped. `None` for a rule checked, and
+    /// for a case that was not set up (it fails every rule).
     pub fn why_unchecked(&self, rule: Rule) -> Option<&str> {
         match self {
-            CaseOutcome::Passed { unchecked } | CaseOutcome::Failed { unchecked, .. } => unchecked
-                .iter()
-                .find(|item| item.rule == rule)
-                .map(|item| item.reason.as_str()),
+            CaseOutcome::Passed { unchecked, .. } | CaseOutcome::Failed { unchecked, .. } => {
+                if self.checked(rule) {
+                    return None;
+                }
+                Some(
+                    unchecked
+                        .iter()
+                        .find(|item| item.rule == rule)
+                        .map_or(NOT_JUDGED, |item| item.reason.as_str()),
+                )
+            }
             CaseOutcome::Skipped { reason } => Some(reason),
             CaseOutcome::NotSetUp { .. } => None,
         }
     }
 
-    /// Rules not checked on the case (empty for a case not judged).
+    /// Rules not checked on the case, as the oracle listed them (empty for
+    /// a case not judged).
     pub fn unchecked(&self) -> &[Unchecked] {
         match self {
-            CaseOutcome::Passed { unchecked } | CaseOutcome::Failed { unchecked, .. } => unchecked,
+            CaseOutcome::Passed { unchecked, .. } | CaseOutcome::Failed { unchecked, .. } => {
+                unchecked
+            }
             _ => &[],
         }
+    }
+
+    /// Whether the oracle judged the case (it passed or failed), rather than
+    /// it being skipped or not set up.
+    pub fn is_judged(&self) -> bool {
+        matches!(
+            self,
+            CaseOutcome::Passed { .. } | CaseOutcome::Failed { .. }
+        )
+    }
+
+    /// Whether the harness could not set the case up.
+    pub fn is_not_set_up(&self) -> bool {
+        matches!(self, CaseOutcome::NotSetUp { .. })
     }
 
     /// Whether the case failed: a rule broken, or not set up.
@@ -177,23 +324,6 @@ impl CaseOutcome {
         )
     }
 
-    /// What failed, as the report's rows write it: each violation, or one
-    /// [`SETUP`] row for a case not set up.
-    pub fn violation_rows(&self) -> Vec<ViolationRow> {
-        match self {
-            CaseOutcome::Failed { violations, .. } => violations
-                .as_slice()
-                .iter()
-                .map(ViolationRow::from)
-                .collect(),
-            CaseOutcome::NotSetUp { message } => vec![ViolationRow {
-                rule: SETUP.to_owned(),
-                message: message.clone(),
-            }],
-            _ => Vec::new(),
-        }
-    }
-
     /// The verdict of the report's row.
     pub fn verdict(&self) -> Verdict {
         match self {
@@ -202,13 +332,111 @@ impl CaseOutcome {
             CaseOutcome::Skipped { .. } => Verdict::Skip,
         }
     }
+
+    /// The outcome with only the rules `keep` admits judged: a violation
+    /// of another rule is dropped, and the rule counts as unchecked for
+    /// `reason` (a rule outside a pinned level). A failure left without a
+    /// violation passes. Checks can only be taken away, never added.
+    #[must_use]
+    pub fn restricted(self, keep: impl Fn(Rule) -> bool, reason: &str) -> Self {
+        let (violations, mut checked, mut unchecked) = match self {
+            CaseOutcome::Passed { checked, unchecked } => (Vec::new(), checked, unchecked),
+            CaseOutcome::Failed {
+                violations,
+                checked,
+                unchecked,
+            } => (violations.into(), checked, unchecked),
+            other => return other,
+        };
+        let (violations, dropped): (Vec<Violation>, Vec<Violation>) = violations
+            .into_iter()
+            .partition(|violation| keep(violation.rule));
+        let mut moved: Vec<Rule> = checked
+            .iter()
+            .copied()
+            .filter(|rule| !keep(*rule))
+            .collect();
+        moved.extend(dropped.iter().map(|violation| violation.rule));
+        moved.sort();
+        moved.dedup();
+        checked.retain(|rule| keep(*rule));
+        for rule in moved {
+            match unchecked.iter_mut().find(|item| item.rule == rule) {
+                Some(item) => item.reason = reason.to_owned(),
+                None => unchecked.push(Unchecked {
+                    rule,
+                    reason: reason.to_owned(),
+                }),
+            }
+        }
+        match Violations::new(violations) {
+            Some(violations) => CaseOutcome::Failed {
+                violations,
+                checked,
+                unchecked,
+            },
+            None => CaseOutcome::Passed { checked, unchecked },
+        }
+    }
+
+    /// Say better why `rule` was not checked; a rule that was checked
+    /// stays checked, and a case not judged is left as it is.
+    pub fn explain_unchecked(&mut self, rule: Rule, reason: &str) {
+        if self.checked(rule) {
+            return;
+        }
+        if let CaseOutcome::Passed { unchecked, .. } | CaseOutcome::Failed { unchecked, .. } = self
+        {
+            match unchecked.iter_mut().find(|item| item.rule == rule) {
+                Some(item) => item.reason = reason.to_owned(),
+                None => unchecked.push(Unchecked {
+                    rule,
+                    reason: reason.to_owned(),
+                }),
+            }
+        }
+    }
+
+    /// The outcome with `note` added to every message of its failure (the
+    /// line that replays it, say); a pass or a skip is left as it is.
+    #[must_use]
+    pub fn annotated(self, note: impl Fn(&str) -> String) -> Self {
+        match self {
+            CaseOutcome::Failed {
+                violations,
+                checked,
+                unchecked,
+            } => {
+                let violations: Vec<Violation> = Vec::from(violations)
+                    .into_iter()
+                    .map(|violation| Violation {
+                        message: note(&violation.message),
+                        ..violation
+                    })
+                    .collect();
+                match Violations::new(violations) {
+                    Some(violations) => CaseOutcome::Failed {
+                        violations,
+                        checked,
+                        unchecked,
+                    },
+                    None => CaseOutcome::Passed { checked, unchecked },
+                }
+            }
+            CaseOutcome::NotSetUp { message } => CaseOutcome::NotSetUp {
+                message: note(&message),
+            },
+            other => other,
+        }
+    }
 }
 
-/// One case of a `ProviderSuite`'s run.
+/// One case of a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CaseRecord {
-    /// The declared route's name (`upload`).
+    /// The declared route's name (`upload`), or the provider's name in the
+    /// CLI's fixed suite.
     pub route: String,
     /// Where the case came from.
     pub origin: Origin,
@@ -235,43 +463,37 @@ impl CaseRecord {
         }
     }
 
-    /// A record of the oracle's `judgement`.
-    pub fn judged(route: &str, origin: Origin, head: RowHead, judgement: Judgement) -> Self {
-        let expected_errors = judgement.expected_errors.clone();
-        Self {
-            expected_errors,
-            ..Self::new(route, origin, head, CaseOutcome::judged(judgement))
-        }
+    /// The record with the device failures the provider passed on as a
+    /// typed `Err` (expected errors, not violations).
+    #[must_use]
+    pub fn with_expected_errors(mut self, errors: Vec<String>) -> Self {
+        self.expected_errors = errors;
+        self
     }
 
     /// The record with the recipe that replays its case alone.
     #[must_use]
-    pub fn with_replay(mut self, recipe: &tenferro_transfer_harness::strategy::Recipe) -> Self {
+    pub fn with_replay(mut self, recipe: &Recipe) -> Self {
         self.replay = Some(recipe.to_json());
         self
-    }
-
-    /// The report's row for this record.
-    pub fn row(&self) -> CaseResult {
-        let head = self.head.clone();
-        let row = match &self.outcome {
-            CaseOutcome::Passed { unchecked } | CaseOutcome::Failed { unchecked, .. } => {
-                CaseResult::from_violations(head, self.outcome.violation_rows(), unchecked.clone())
-            }
-            CaseOutcome::NotSetUp { message } => CaseResult::setup_failure(head, message.clone()),
-            CaseOutcome::Skipped { reason } => CaseResult::skipped(head, reason.clone()),
-        };
-        CaseResult {
-            expected_errors: self.expected_errors.clone(),
-            replay: self.replay.clone(),
-            ..row
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failed(rule: Rule, checked: Vec<Rule>) -> CaseOutcome {
+        CaseOutcome::Failed {
+            violations: Violations::new(vec![Violation {
+                rule,
+                message: "m".into(),
+            }])
+            .unwrap(),
+            checked,
+            unchecked: Vec::new(),
+        }
+    }
 
     #[test]
     fn a_failed_outcome_without_a_violation_does_not_deserialize() {
@@ -281,44 +503,61 @@ mod tests {
             error.to_string().contains("at least one violation"),
             "{error}"
         );
-        let broken =
-            r#"{"result":"failed","violations":[{"rule":"values","message":"m"}],"unchecked":[]}"#;
+        let broken = r#"{"result":"failed","violations":[{"rule":"values","message":"m"}],"checked":["values"],"unchecked":[]}"#;
         let outcome: CaseOutcome = serde_json::from_str(broken).unwrap();
         assert!(outcome.breaks(Rule::Values) && outcome.failed());
         assert_eq!(outcome.verdict(), Verdict::Fail);
     }
 
     #[test]
-    fn a_record_renders_the_row_its_outcome_says() {
-        let head = RowHead {
-            provider: "p".into(),
-            route: "upload (host->sim0)".into(),
-            dtype: "F32".into(),
-            shape: vec![2],
-            layout: "owned".into(),
+    fn a_rule_not_listed_as_checked_was_not_checked() {
+        let outcome = failed(Rule::Values, vec![Rule::Values]);
+        assert!(outcome.checked(Rule::Values));
+        assert!(!outcome.checked(Rule::NoLeak));
+        assert_eq!(outcome.why_unchecked(Rule::NoLeak), Some(NOT_JUDGED));
+        assert_eq!(outcome.why_unchecked(Rule::Values), None);
+        let skipped = CaseOutcome::Skipped {
+            reason: "no device".into(),
         };
-        let skipped = CaseRecord::new(
-            "upload",
-            Origin::Fixed,
-            head.clone(),
-            CaseOutcome::Skipped {
-                reason: "no device".into(),
-            },
+        assert!(!skipped.checked(Rule::Values));
+        assert_eq!(skipped.why_unchecked(Rule::Values), Some("no device"));
+    }
+
+    #[test]
+    fn restricting_takes_checks_away_and_never_adds_one() {
+        let outcome = failed(Rule::NoLeak, vec![Rule::Values, Rule::NoLeak]);
+        let restricted = outcome.restricted(|rule| rule != Rule::NoLeak, "not in the level");
+        assert_eq!(restricted.verdict(), Verdict::Pass);
+        assert_eq!(restricted.checked_rules(), &[Rule::Values]);
+        assert_eq!(
+            restricted.why_unchecked(Rule::NoLeak),
+            Some("not in the level")
         );
-        let row = skipped.row();
-        assert_eq!(row.verdict, Verdict::Skip);
-        assert_eq!(row.skip_reason.as_deref(), Some("no device"));
-        let setup = CaseRecord::new(
-            "upload",
-            Origin::Route,
-            head,
-            CaseOutcome::NotSetUp {
-                message: "no rig".into(),
-            },
-        );
-        let row = setup.row();
-        assert_eq!(row.verdict, Verdict::Fail);
-        assert_eq!(row.violations[0].rule, SETUP);
-        assert_eq!(setup.outcome.why_unchecked(Rule::Values), None);
+        let unchecked = CaseOutcome::Passed {
+            checked: Vec::new(),
+            unchecked: Vec::new(),
+        };
+        let restricted = unchecked.restricted(|_| true, "never");
+        assert!(restricted.checked_rules().is_empty());
+    }
+
+    #[test]
+    fn a_sum_checks_a_rule_any_case_checked_and_no_other() {
+        let one = CaseOutcome::Passed {
+            checked: vec![Rule::Values],
+            unchecked: vec![Unchecked {
+                rule: Rule::NoLeak,
+                reason: "no ledger".into(),
+            }],
+        };
+        let two = CaseOutcome::Passed {
+            checked: vec![Rule::Dtype],
+            unchecked: Vec::new(),
+        };
+        let skipped = CaseOutcome::Skipped { reason: "x".into() };
+        let sum = CaseOutcome::summed([&one, &two, &skipped]).unwrap();
+        assert_eq!(sum.checked_rules(), &[Rule::Dtype, Rule::Values]);
+        assert_eq!(sum.why_unchecked(Rule::NoLeak), Some("no ledger"));
+        assert!(CaseOutcome::summed([&skipped]).is_none());
     }
 }

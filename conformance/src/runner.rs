@@ -5,19 +5,21 @@
 //! treat a case the route cannot run, a harness error or a panic.
 //!
 //! The rig ([`Watchdog`]) runs the provider under the deadline and catches
-//! its panics; the runner adds the fault plan of a simulated device for
-//! the one call, judges the outcome inside or outside the declared
+//! its panics; the runner arms a hook (a simulated device's fault plan,
+//! which only the self-test and the fuzzer hand it) for the one call, judges the outcome inside or outside the declared
 //! capabilities, and returns a typed [`CaseRun`]. A panic of the harness
 //! itself (the oracle, say) is a [`CaseRun::NotRun`] with the reason, not
 //! an unwinding test.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use tenferro_mock_devices::{FaultPlan, SimDevice};
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
-    Case, HarnessError, Judgement, Oracle, Outcome, OutsideCase, Route, Watchdog, panic_message,
+    Case, HarnessError, Judgement, Oracle, Outcome, OutsideCase, Route, RuntimeVerdict, Watchdog,
+    abandoned_reason, describe_error, panic_message,
 };
+
+use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 
 /// How a case is judged.
 #[derive(Clone, Copy, Debug)]
@@ -44,64 +46,67 @@ pub(crate) enum CaseRun {
 }
 
 impl CaseRun {
-    /// The judgement, or the reason the case has none, in words.
-    pub(crate) fn judgement(self) -> Result<Judgement, String> {
-        match self {
-            CaseRun::Judged(judgement, _) => Ok(judgement),
-            CaseRun::Skipped(reason) => Err(format!("not run here: {reason}")),
-            CaseRun::NotRun(error) => Err(error.to_string()),
-        }
+    /// The record of this run: its outcome through the one conversion
+    /// ([`CaseOutcome::from`]), and the device failures the provider
+    /// correctly passed on as a typed `Err`.
+    pub(crate) fn into_record(self, route: &str, origin: Origin, head: RowHead) -> CaseRecord {
+        let expected = match &self {
+            CaseRun::Judged(judgement, _) => judgement.expected_errors().to_vec(),
+            _ => Vec::new(),
+        };
+        CaseRecord::new(route, origin, head, CaseOutcome::from(self)).with_expected_errors(expected)
     }
+}
 
-    /// The judgement and the outcome it judged, or the harness's error (a
-    /// skip is [`HarnessError::Unavailable`]).
-    pub(crate) fn into_outcome(self) -> Result<(Judgement, Outcome), HarnessError> {
-        match self {
-            CaseRun::Judged(judgement, outcome) => Ok((judgement, *outcome)),
-            CaseRun::Skipped(reason) => Err(HarnessError::Unavailable { reason }),
-            CaseRun::NotRun(error) => Err(error),
-        }
-    }
-
-    /// The judgement, or the harness's error (a skip is
-    /// [`HarnessError::Unavailable`]).
-    pub(crate) fn into_result(self) -> Result<Judgement, HarnessError> {
-        match self {
-            CaseRun::Judged(judgement, _) => Ok(judgement),
-            CaseRun::Skipped(reason) => Err(HarnessError::Unavailable { reason }),
-            CaseRun::NotRun(error) => Err(error),
+/// The one conversion from a run of the runner to a case's outcome: a
+/// judged case passed or failed, checked exactly where the oracle judged;
+/// a case the route cannot run here skipped with the reason; a case the
+/// harness could not run not set up, with the error and its causes.
+impl From<CaseRun> for CaseOutcome {
+    fn from(run: CaseRun) -> Self {
+        match run {
+            CaseRun::Judged(judgement, _) => CaseOutcome::judged(&judgement),
+            CaseRun::Skipped(reason) => CaseOutcome::Skipped { reason },
+            CaseRun::NotRun(error) => CaseOutcome::NotSetUp {
+                message: describe_error(&error),
+            },
         }
     }
 }
 
-/// Install `plan` on every simulated endpoint of `route` (an empty plan
-/// removes the faults); endpoints of other devices are left alone.
-pub fn install(route: &Route, plan: &FaultPlan) {
-    for endpoint in [route.source(), route.destination()] {
-        if let Some(device) = endpoint.downcast::<SimDevice>() {
-            device.install_faults(plan.clone());
-        }
-    }
+/// Something armed on a route's devices for one case and disarmed after
+/// it: a simulated device's fault plan, which the self-test and the fuzzer
+/// hand to [`run_case`]. The runner names no device; the hook knows its own.
+pub(crate) trait CaseHook {
+    /// Arm it on `route`'s devices, before the case.
+    fn arm(&self, route: &Route);
+    /// Disarm it, after the case.
+    fn disarm(&self, route: &Route);
 }
 
-/// Run `case` on `rig` (whose route is `route`), with `faults` installed
-/// on the route's simulated devices for this call only, and judge it as
-/// `judged_as`.
+/// Run `case` on `rig` (whose route is `route`), with `hook` armed on the
+/// route's devices for this call only, and judge it as `judged_as`.
 pub(crate) fn run_case(
     rig: &mut Watchdog,
     route: &Route,
     case: &Case,
     judged_as: JudgedAs<'_>,
-    faults: Option<&FaultPlan>,
+    hook: Option<&dyn CaseHook>,
 ) -> CaseRun {
-    if let Some(plan) = faults {
-        install(route, plan);
+    if let Some(hook) = hook {
+        hook.arm(route);
     }
     let outcome = rig.run(case);
-    if faults.is_some() {
-        install(route, &FaultPlan::new());
+    if let Some(hook) = hook {
+        hook.disarm(route);
     }
     let outcome = match outcome {
+        // A case that overran the short deadline of a route whose provider
+        // has hung: not proven to hang, so skipped with the reason.
+        Ok(Outcome {
+            runtime: RuntimeVerdict::Abandoned { limit, hung_on },
+            ..
+        }) => return CaseRun::Skipped(abandoned_reason(limit, &hung_on)),
         Ok(outcome) => outcome,
         Err(HarnessError::Unavailable { reason }) => return CaseRun::Skipped(reason),
         Err(error) => return CaseRun::NotRun(error),

@@ -8,13 +8,13 @@ use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::{
-    Case, DEFAULT_DEADLINE, HarnessError, Route, Rule, Unchecked, Watchdog,
+    Case, DEFAULT_DEADLINE, HarnessError, Route, Rule, Watchdog, describe_error,
 };
 
 use crate::progress::Progress;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
-use crate::report::{Report, RowHead};
-use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::report::{CaseResult, Report, RowHead};
+use crate::runner::{JudgedAs, run_case};
 use crate::{BuiltinProvider, fixed_shapes};
 
 /// What the fixed suite runs.
@@ -84,8 +84,8 @@ pub(crate) fn provider_for(
 ///
 /// let provider = builtin_provider("sim-peer").unwrap();
 /// let report = run_fixed_suite(&[*provider], &SuiteOptions::quick(&[DType::I32]));
-/// assert_eq!(report.summary.failed, 0);
-/// assert!(report.summary.passed > 0);
+/// assert_eq!(report.summary().failed, 0);
+/// assert!(report.summary().passed > 0);
 /// ```
 pub fn run_fixed_suite(providers: &[BuiltinProvider], options: &SuiteOptions) -> Report {
     run_fixed_suite_with_progress(providers, options, &mut ())
@@ -118,15 +118,20 @@ pub fn run_fixed_suite_with_progress(
         let route_label = route
             .as_ref()
             .map_or_else(|_| provider.route_label.to_owned(), Route::label);
-        let mut rig = route
-            .as_ref()
-            .map_err(ToString::to_string)
-            .and_then(|route| {
-                let inner = provider_for(provider, route, &options.inject)
-                    .map_err(|error| error.to_string())?;
-                Watchdog::new(route.clone(), inner, options.deadline)
-                    .map_err(|error| error.to_string())
-            });
+        // The route is gated (`BuiltinProvider::route`): an absent device
+        // skips (or, where the settings require it, fails) every case of
+        // the route, before anything is built on it.
+        let rig = route.and_then(|route| {
+            let inner = provider_for(provider, &route, &options.inject)?;
+            let rig = Watchdog::new(route.clone(), inner, options.deadline)?;
+            Ok((route, rig))
+        });
+        let mut rig = rig.map_err(|error| match error {
+            HarnessError::Unavailable { reason } => CaseOutcome::Skipped { reason },
+            error => CaseOutcome::NotSetUp {
+                message: describe_error(&error),
+            },
+        });
         for &dtype in &options.dtypes {
             for shape in &shapes {
                 let head = RowHead {
@@ -136,45 +141,33 @@ pub fn run_fixed_suite_with_progress(
                     shape: shape.shape.clone(),
                     layout: shape.layout.label(),
                 };
-                let record = |head, outcome| CaseRecord::new(&name, Origin::Fixed, head, outcome);
-                let not_set_up = |message| CaseOutcome::NotSetUp { message };
-                let record = match (&mut rig, &route) {
-                    (Ok(rig), Ok(route)) => {
-                        match Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) {
-                            Ok(case) => {
-                                let head = RowHead {
-                                    layout: case.layout_label(),
-                                    ..head
-                                };
-                                match run_case(rig, route, &case, JudgedAs::Inside, None) {
-                                    CaseRun::Judged(mut judgement, _) => {
-                                        judgement.unchecked.push(Unchecked {
-                                            rule: Rule::CapabilityHonesty,
-                                            reason: BUILTIN_HONESTY.to_owned(),
-                                        });
-                                        CaseRecord::judged(&name, Origin::Fixed, head, judgement)
-                                    }
-                                    CaseRun::Skipped(reason) => {
-                                        record(head, CaseOutcome::Skipped { reason })
-                                    }
-                                    CaseRun::NotRun(error) => {
-                                        record(head, not_set_up(error.to_string()))
-                                    }
-                                }
-                            }
-                            Err(error) => record(head, not_set_up(error.to_string())),
-                        }
+                let case = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone());
+                let record = match (&mut rig, case) {
+                    (Ok((route, rig)), Ok(case)) => {
+                        let head = RowHead {
+                            layout: case.layout_label(),
+                            ..head
+                        };
+                        let mut record = run_case(rig, route, &case, JudgedAs::Inside, None)
+                            .into_record(&name, Origin::Fixed, head);
+                        record
+                            .outcome
+                            .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
+                        record
                     }
-                    (_, Err(HarnessError::Unavailable { reason })) => record(
+                    (Err(outcome), _) => {
+                        CaseRecord::new(&name, Origin::Fixed, head, outcome.clone())
+                    }
+                    (_, Err(error)) => CaseRecord::new(
+                        &name,
+                        Origin::Fixed,
                         head,
-                        CaseOutcome::Skipped {
-                            reason: reason.clone(),
+                        CaseOutcome::NotSetUp {
+                            message: describe_error(&error),
                         },
                     ),
-                    (Err(error), _) => record(head, not_set_up(error.clone())),
-                    (_, Err(error)) => record(head, not_set_up(error.to_string())),
                 };
-                progress.case_done(&record.row());
+                progress.case_done(&CaseResult::from(&record));
                 records.push(record);
             }
         }

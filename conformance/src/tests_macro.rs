@@ -46,36 +46,18 @@
 #[macro_export]
 macro_rules! conformance_tests {
     (level = V1, suite = $suite:path, routes = [$($route:ident),+ $(,)?] $(,)?) => {
-        $crate::__conformance_tests!(
-            $suite,
-            [$($route),+],
-            [
-                dtype => Dtype,
-                shape => Shape,
-                buffer_length => BufferLength,
-                placement => Placement,
-                residency => Residency,
-                completion => Completion,
-                values => Values,
-                no_error => NoError,
-                no_panic => NoPanic,
-                deadline => Deadline,
-                no_leak => NoLeak,
-                capability_honesty => CapabilityHonesty,
-                runtime_agreement => RuntimeAgreement,
-            ]
-        );
+        $crate::__level_rules!(V1 [$crate::__conformance_tests] { $suite, V1, [$($route),+], });
     };
 }
 
 /// The expansion of [`conformance_tests!`] for one level's rule list
-/// (written once, above: it makes the tests, and the level test checks it
-/// against [`Level::rules`](crate::Level::rules)); an implementation
-/// detail.
+/// (filtered from the rule catalogue by `__level_rules!`, as
+/// [`Level::rules`](crate::Level::rules) is; the level test checks that the
+/// two agree); an implementation detail.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_tests {
-    ($suite:path, [$($route:ident),+], $rules:tt) => {
+    ($suite:path, $level:ident, [$($route:ident),+], $rules:tt) => {
         /// The suite and its one run, shared by every generated test.
         fn __transfer_conformance_run() -> &'static (
             $crate::ProviderSuite,
@@ -102,14 +84,16 @@ macro_rules! __conformance_tests {
             let (suite, _) = __transfer_conformance_run();
             assert_eq!(
                 suite.level(),
-                $crate::Level::V1,
-                "the suite is pinned to level {} but its tests were generated for level v1",
-                suite.level()
+                $crate::Level::$level,
+                "the suite is pinned to level {} but its tests were generated for level {}",
+                suite.level(),
+                $crate::Level::$level
             );
             assert_eq!(
                 $crate::__conformance_rule_list!($rules),
-                $crate::Level::V1.rules(),
-                "the macro's tests and level v1 name different rules"
+                $crate::Level::$level.rules(),
+                "the macro's tests and level {} name different rules",
+                $crate::Level::$level
             );
         }
 

@@ -10,7 +10,7 @@ fn every_builtin_provider_passes_its_provider_suite_or_skips_with_the_reason() {
         let suite = builtin.suite().seed(20);
         let route = builtin.name.replace('-', "_");
         let report = suite.run();
-        assert_eq!(report.records().len(), report.results.len());
+        assert_eq!(report.records().len(), report.rows().len());
         let mut passed = 0;
         for rule in Level::V1.rules() {
             match suite.check(&report, &route, *rule) {
@@ -25,7 +25,7 @@ fn every_builtin_provider_passes_its_provider_suite_or_skips_with_the_reason() {
         let absent = report
             .records()
             .iter()
-            .all(|record| record.row().verdict == tenferro_transfer_conformance::Verdict::Skip);
+            .all(|record| record.outcome.verdict() == tenferro_transfer_conformance::Verdict::Skip);
         if absent {
             assert_eq!(passed, 0, "{}", builtin.name);
         } else {

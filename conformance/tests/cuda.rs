@@ -25,10 +25,10 @@ fn cuda_suite_passes_or_every_row_is_a_skip_with_its_reason() {
                 "cuda_suite_passes_or_every_row_is_a_skip_with_its_reason",
                 &reason,
             );
-            assert_eq!(report.summary.passed, 0);
-            assert_eq!(report.summary.failed, 0);
-            assert_eq!(report.summary.skipped, report.results.len());
-            assert!(report.results.iter().all(|row| {
+            assert_eq!(report.summary().passed, 0);
+            assert_eq!(report.summary().failed, 0);
+            assert_eq!(report.summary().skipped, report.rows().len());
+            assert!(report.rows().iter().all(|row| {
                 row.verdict == Verdict::Skip
                     && row
                         .skip_reason
@@ -38,9 +38,9 @@ fn cuda_suite_passes_or_every_row_is_a_skip_with_its_reason() {
         }
         None => {
             assert!(!report.failed(), "{}", report.to_table());
-            assert!(report.summary.passed > 0);
+            assert!(report.summary().passed > 0);
             // Only views of CUDA memory (a known limit) are skipped.
-            assert!(report.results.iter().all(|row| {
+            assert!(report.rows().iter().all(|row| {
                 row.verdict != Verdict::Skip
                     || (row.route.starts_with("cuda") && row.layout.starts_with("view("))
             }));

@@ -22,7 +22,7 @@ fn check(provider: &BuiltinProvider, case: &Case) {
         provider.name,
         case.dtype(),
         case.shape(),
-        judgement.violations
+        judgement.violations()
     );
 }
 

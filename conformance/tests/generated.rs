@@ -50,7 +50,7 @@ fn every_reference_provider_passes_the_generated_suite() {
                 judgement.passed(),
                 "{}: {:?}",
                 provider.name,
-                judgement.violations
+                judgement.violations()
             );
         }
         return;

@@ -46,8 +46,8 @@ fn suite() -> ProviderSuite {
 fn a_provider_that_reads_only_plain_host_data_passes_every_rule_on_the_plain_host_route() {
     let suite = suite();
     let report = suite.run();
-    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
-    assert!(report.summary.passed > 0, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 0, "{}", report.to_table());
+    assert!(report.summary().passed > 0, "{}", report.to_table());
     for rule in Level::V1.rules() {
         let verdict = suite.check(&report, "host", *rule);
         assert!(

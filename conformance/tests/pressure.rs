@@ -164,12 +164,12 @@ fn shared_scratch(racy: bool) -> ProviderSuite {
 /// it broke.
 fn assert_consistent(suite: &ProviderSuite, report: &Report) {
     let failed_rows = report
-        .results
+        .rows()
         .iter()
         .filter(|row| row.verdict == Verdict::Fail)
         .count();
-    assert_eq!(report.summary.failed, failed_rows);
-    for row in &report.results {
+    assert_eq!(report.summary().failed, failed_rows);
+    for row in report.rows() {
         assert_eq!(
             row.verdict == Verdict::Fail,
             !row.violations.is_empty(),
@@ -181,7 +181,7 @@ fn assert_consistent(suite: &ProviderSuite, report: &Report) {
         .iter()
         .any(|rule| suite.check(report, "upload", *rule).verdict_name() == "fail");
     assert_eq!(
-        report.summary.failed > 0,
+        report.summary().failed > 0,
         any_rule_fails,
         "{}",
         report.to_table()
@@ -191,7 +191,7 @@ fn assert_consistent(suite: &ProviderSuite, report: &Report) {
 /// Every rule passes, but for `capability-honesty`, `completion` and
 /// `no-leak` which may be skips (never failures).
 fn assert_every_rule_passes(suite: &ProviderSuite, report: &Report) {
-    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 0, "{}", report.to_table());
     for rule in Level::V1.rules() {
         let verdict = suite.check(report, "upload", *rule);
         assert_ne!(verdict.verdict_name(), "fail", "{rule}: {verdict:?}");
@@ -229,7 +229,7 @@ fn a_failure_that_does_not_reproduce_keeps_its_case_and_violations() {
     let suite = every_nth(Some(150));
     let report = suite.run();
     let generated = report
-        .results
+        .rows()
         .iter()
         .find(|row| row.layout.starts_with("generated:"))
         .unwrap();
@@ -258,7 +258,7 @@ fn the_same_provider_without_the_fault_passes_every_rule() {
     let report = suite.run();
     assert_every_rule_passes(&suite, &report);
     let concurrent = report
-        .results
+        .rows()
         .iter()
         .find(|row| row.layout.starts_with("concurrent:"))
         .unwrap();
@@ -275,7 +275,7 @@ fn a_provider_that_races_on_shared_scratch_fails_values_under_concurrent_calls()
     let report = suite.run();
     assert_consistent(&suite, &report);
     // Alone, on one thread, it is correct: the fixed and generated cases pass.
-    for row in &report.results {
+    for row in report.rows() {
         if !row.layout.starts_with("concurrent:") {
             assert_ne!(row.verdict, Verdict::Fail, "{row:?}");
         }

@@ -43,7 +43,7 @@ fn a_reference_provider_passes_every_checkable_rule_and_skips_the_rest() {
         .route("upload", Route::host_to_sim, sim_upload)
         .seed(3);
     let report = suite.run();
-    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 0, "{}", report.to_table());
     for (rule, verdict) in verdicts(&suite, &report, "upload") {
         let expected = if rule == Rule::CapabilityHonesty {
             "skip"
@@ -72,15 +72,15 @@ fn declared_capabilities_bound_the_fixed_and_generated_cases() {
         .capabilities(narrow())
         .seed(5);
     let report = suite.run();
-    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 0, "{}", report.to_table());
     let outside: Vec<_> = report
-        .results
+        .rows()
         .iter()
         .filter(|row| row.layout.contains("[outside: "))
         .collect();
     // Five undeclared dtypes, one view, one oversized case.
     assert_eq!(outside.len(), 7, "{}", report.to_table());
-    for row in &report.results {
+    for row in report.rows() {
         if row.layout.contains("[outside: ") || row.dtype == "*" {
             continue;
         }
@@ -192,9 +192,9 @@ fn a_generated_failure_comes_first_with_its_replay_command_and_replays_exactly()
         .unwrap();
     let json = replay.split('\'').nth(1).unwrap();
     let replayed = suite.replay(json);
-    assert_eq!(replayed.results.len(), 1, "{}", replayed.to_table());
-    assert_eq!(replayed.results[0].verdict, Verdict::Fail);
-    assert_eq!(replayed.results[0].violations[0].rule, "values");
+    assert_eq!(replayed.rows().len(), 1, "{}", replayed.to_table());
+    assert_eq!(replayed.rows()[0].verdict, Verdict::Fail);
+    assert_eq!(replayed.rows()[0].violations[0].rule, "values");
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn setup_failures_fail_every_rule_of_their_route_and_never_panic() {
         })
         .route("Bad-Name", Route::host_to_sim, sim_upload);
     let report = suite.run();
-    assert_eq!(report.summary.failed, 4, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 4, "{}", report.to_table());
     for (route, needle) in [
         ("no_route", "no such device"),
         ("no_provider", "the driver is missing"),
@@ -237,7 +237,7 @@ fn setup_failures_fail_every_rule_of_their_route_and_never_panic() {
 fn a_suite_without_routes_or_an_unknown_route_fails_instead_of_passing() {
     let empty = ProviderSuite::new("empty", Level::V1);
     let report = empty.run();
-    assert_eq!(report.summary.failed, 1);
+    assert_eq!(report.summary().failed, 1);
     let suite = ProviderSuite::new("sim-upload", Level::V1)
         .route("upload", Route::host_to_sim, sim_upload)
         .seed(1);

@@ -34,7 +34,7 @@ fn a_failing_fixed_case_replays_alone_and_fails_again() {
         .seed(1);
     let report = suite.run();
     let fixed = report
-        .results
+        .rows()
         .iter()
         .find(|row| {
             row.verdict == Verdict::Fail
@@ -56,8 +56,8 @@ fn a_failing_fixed_case_replays_alone_and_fails_again() {
         "{text}"
     );
     let replayed = suite.replay(json);
-    assert_eq!(replayed.results.len(), 1, "{}", replayed.to_table());
-    let row = &replayed.results[0];
+    assert_eq!(replayed.rows().len(), 1, "{}", replayed.to_table());
+    let row = &replayed.rows()[0];
     assert_eq!(
         (&row.dtype, &row.shape, &row.layout),
         (&fixed.dtype, &fixed.shape, &fixed.layout)
@@ -121,14 +121,14 @@ fn a_case_outside_the_capabilities_replays_as_outside() {
         .seed(1);
     let report = suite.run();
     let outside = report
-        .results
+        .rows()
         .iter()
         .find(|row| row.layout.contains("[outside: dtype F64"))
         .expect("an outside row for F64");
     let replayed = suite.replay(outside.replay.as_deref().unwrap());
-    assert_eq!(replayed.results.len(), 1);
+    assert_eq!(replayed.rows().len(), 1);
     assert!(
-        replayed.results[0]
+        replayed.rows()[0]
             .violations
             .iter()
             .any(|violation| violation.rule == "capability-honesty"),
@@ -183,7 +183,7 @@ fn run_refuses_seven(seed: u64, dir: &std::path::Path) -> (Vec<Input>, usize) {
     let report = suite.run();
     assert!(!suite.check(&report, "upload", Rule::NoError).is_pass());
     let fixed = report
-        .results
+        .rows()
         .iter()
         .filter(|row| row.replay.is_some())
         .count();

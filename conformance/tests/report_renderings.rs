@@ -5,18 +5,23 @@
 
 mod support;
 
-use tenferro_transfer_conformance::{
-    CaseResult, Mark, Report, RowHead, RunOutcome, Verdict, ViolationRow,
-};
+use tenferro_transfer_conformance::harness::{Rule, Violation};
+use tenferro_transfer_conformance::record::{CaseOutcome, CaseRecord, Origin, Violations};
+use tenferro_transfer_conformance::{Mark, Report, RowHead, RunOutcome, Verdict};
 
 #[test]
 fn the_small_report_has_a_pass_a_failure_a_setup_failure_and_a_skip() {
     let report = support::small_report();
-    let verdicts: Vec<Verdict> = report.results.iter().map(|row| row.verdict).collect();
+    let verdicts: Vec<Verdict> = report.rows().iter().map(|row| row.verdict).collect();
     assert!(verdicts.contains(&Verdict::Pass));
     assert!(verdicts.contains(&Verdict::Skip));
-    assert!(report.results.iter().any(CaseResult::is_setup_failure));
-    assert!(report.results.iter().any(|row| {
+    assert!(
+        report
+            .records()
+            .iter()
+            .any(|record| record.outcome.is_not_set_up())
+    );
+    assert!(report.rows().iter().any(|row| {
         row.verdict == Verdict::Fail
             && row
                 .violations
@@ -115,12 +120,12 @@ fn junit_is_well_formed_and_counts_every_case() {
     let count = |name: &str| elements.iter().filter(|element| element.0 == name).count();
     assert_eq!(count("testsuites"), 1);
     assert_eq!(count("testsuite"), 3);
-    assert_eq!(count("testcase"), report.results.len());
+    assert_eq!(count("testcase"), report.rows().len());
     assert_eq!(count("skipped"), 1);
     assert_eq!(count("error"), 1);
-    assert_eq!(count("failure"), report.summary.failed - 1);
+    assert_eq!(count("failure"), report.summary().failed - 1);
     let root = &elements[0];
-    assert_eq!(attribute(root, "tests"), report.results.len().to_string());
+    assert_eq!(attribute(root, "tests"), report.rows().len().to_string());
     assert_eq!(attribute(root, "skipped"), "1");
     assert_eq!(attribute(root, "errors"), "1");
     let failure = elements
@@ -133,25 +138,26 @@ fn junit_is_well_formed_and_counts_every_case() {
 #[test]
 fn junit_and_markdown_escape_what_a_message_may_hold() {
     let nasty = "a <b> & \"c\" 'd' ]]> `e` | *f* \u{1}\nsecond line";
-    let mut report = Report::default();
-    report.push(CaseResult {
-        violations: vec![ViolationRow {
-            rule: "values".to_owned(),
-            message: nasty.to_owned(),
-        }],
-        verdict: Verdict::Fail,
-        ..CaseResult::skipped(
-            RowHead {
-                provider: "odd|name`<x>".to_owned(),
-                route: "a->b".to_owned(),
-                dtype: "F32".to_owned(),
-                shape: vec![2],
-                layout: "owned".to_owned(),
-            },
-            String::new(),
-        )
-    });
-    report.results[0].skip_reason = None;
+    let report = Report::from_records(vec![CaseRecord::new(
+        "odd",
+        Origin::Fixed,
+        RowHead {
+            provider: "odd|name`<x>".to_owned(),
+            route: "a->b".to_owned(),
+            dtype: "F32".to_owned(),
+            shape: vec![2],
+            layout: "owned".to_owned(),
+        },
+        CaseOutcome::Failed {
+            violations: Violations::new(vec![Violation {
+                rule: Rule::Values,
+                message: nasty.to_owned(),
+            }])
+            .unwrap(),
+            checked: Rule::ALL.to_vec(),
+            unchecked: Vec::new(),
+        },
+    )]);
     let elements = parse(&report.to_junit().unwrap());
     let failure = elements
         .iter()
@@ -193,10 +199,11 @@ fn junit_and_markdown_escape_what_a_message_may_hold() {
 #[test]
 fn long_messages_are_cut_in_markdown_but_whole_in_junit() {
     let long = "x".repeat(2000);
-    let mut row = support::setup_failure("sim-upload", tenferro_tensor::DType::F32);
-    row.violations[0].message = long.clone();
-    let mut report = Report::default();
-    report.push(row);
+    let mut record = support::setup_failure("sim-upload", tenferro_tensor::DType::F32);
+    record.outcome = tenferro_transfer_conformance::record::CaseOutcome::NotSetUp {
+        message: long.clone(),
+    };
+    let report = Report::from_records(vec![record]);
     let markdown = report.to_markdown();
     assert!(markdown.contains(&format!("{} … (1400 more characters)", "x".repeat(600))));
     assert!(!markdown.contains(&"x".repeat(601)));

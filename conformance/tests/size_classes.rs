@@ -24,9 +24,9 @@ fn the_quick_profile_reaches_every_size_class() {
         .profile(Profile::Quick)
         .seed(1);
     let report = suite.run();
-    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 0, "{}", report.to_table());
     let passed: Vec<_> = report
-        .results
+        .rows()
         .iter()
         .filter(|row| row.verdict == Verdict::Pass && row.dtype != "*")
         .collect();

@@ -84,10 +84,10 @@ fn oracle_reports_of_every_broken_provider() {
             case.shape(),
             case.layout_label()
         );
-        for violation in &judgement.violations {
+        for violation in judgement.violations() {
             let _ = writeln!(text, "violation {}: {}", violation.rule, violation.message);
         }
-        for unchecked in &judgement.unchecked {
+        for unchecked in judgement.unchecked() {
             let _ = writeln!(text, "unchecked {}: {}", unchecked.rule, unchecked.reason);
         }
         assert_eq!(judgement.rules(), spec.expected, "{text}");
@@ -134,15 +134,15 @@ fn oracle_reports_of_every_device_fault_plan() {
             case.shape(),
             case.layout_label()
         );
-        for violation in &judgement.violations {
+        for violation in judgement.violations() {
             let _ = writeln!(text, "violation {}: {}", violation.rule, violation.message);
         }
-        for expected in &judgement.expected_errors {
+        for expected in judgement.expected_errors() {
             let _ = writeln!(text, "expected error: {expected}");
         }
         assert_eq!(judgement.rules(), spec.expected, "{text}");
         assert_eq!(
-            judgement.expected_errors.is_empty(),
+            judgement.expected_errors().is_empty(),
             !spec.expects_error,
             "{text}"
         );
@@ -209,7 +209,7 @@ fn oracle_reports_of_capability_honesty() {
                 case.case.layout_label(),
                 case.why
             );
-            for violation in &judgement.violations {
+            for violation in judgement.violations() {
                 let _ = writeln!(
                     text,
                     "  violation {}: {}",

@@ -18,10 +18,10 @@ fn reference_providers_pass_every_route_dtype_and_fixed_shape() {
     let report = run_fixed_suite(&BUILTIN_PROVIDERS, &SuiteOptions::default());
     assert!(!report.failed(), "{}", report.to_table());
     assert_eq!(
-        report.summary.passed,
+        report.summary().passed,
         BUILTIN_PROVIDERS.len() * 7 * fixed_shapes(true).len()
     );
-    assert_eq!(report.summary.skipped, 0);
+    assert_eq!(report.summary().skipped, 0);
     for name in ["strided-view", "large"] {
         let shape = fixed_shapes(true)
             .into_iter()
@@ -30,7 +30,7 @@ fn reference_providers_pass_every_route_dtype_and_fixed_shape() {
             .shape;
         assert_eq!(
             report
-                .results
+                .rows()
                 .iter()
                 .filter(|row| row.shape == shape)
                 .count(),
@@ -49,7 +49,7 @@ fn an_injected_fault_fails_the_suite() {
     let report = run_fixed_suite(&[*builtin_provider("sim-download").unwrap()], &options);
     assert!(report.failed());
     let failed: Vec<_> = report
-        .results
+        .rows()
         .iter()
         .filter(|row| row.verdict == Verdict::Fail)
         .collect();

@@ -24,18 +24,12 @@ impl AbsentNpu {
     fn open() -> Result<Self, HarnessError> {
         EngineId::new("vendor.npu0.v1")
             .map(|id| Self { id })
-            .map_err(|error| HarnessError::Runtime {
-                context: "engine id".to_owned(),
-                message: error.to_string(),
-            })
+            .map_err(|error| HarnessError::adapter("the NPU's engine id", error))
     }
 }
 
 fn absent(what: &str) -> HarnessError {
-    HarnessError::Runtime {
-        context: what.to_owned(),
-        message: "the NPU driver is not installed".to_owned(),
-    }
+    HarnessError::adapter(what.to_owned(), "the NPU driver is not installed")
 }
 
 impl DeviceEndpoint for AbsentNpu {
@@ -268,11 +262,11 @@ fn cases_a_source_cannot_stage_are_skips_not_failures() {
         .profile(Profile::Quick)
         .seed(3);
     let report = suite.run();
-    assert_eq!(report.summary.failed, 0, "{}", report.to_table());
-    assert!(report.summary.skipped > 0, "{}", report.to_table());
+    assert_eq!(report.summary().failed, 0, "{}", report.to_table());
+    assert!(report.summary().skipped > 0, "{}", report.to_table());
     assert!(
         report
-            .results
+            .rows()
             .iter()
             .filter(|row| row.skip_reason.is_some())
             .all(|row| row.layout.starts_with("view(")),

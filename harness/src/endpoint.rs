@@ -20,11 +20,6 @@ use tenferro_tensor::{Tensor, TensorRead};
 
 use crate::{Case, CompletionState, HarnessError, PlacementRule, StorageRule};
 
-/// Set to `all`, or to a comma-separated list of device kinds (see
-/// [`DeviceEndpoint::kind`], e.g. `cuda,vendor-npu`), to turn the skip of
-/// an unavailable device of that kind into a failure.
-pub const REQUIRE_DEVICES_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_DEVICES";
-
 /// Whether a device can run here.
 #[derive(Clone, Debug, Eq, PartialEq)]
 #[non_exhaustive]
@@ -98,13 +93,13 @@ pub enum ReadBack {
 ///     fn name(&self) -> &str { "my-cpu" }
 ///     fn engine_id(&self) -> &EngineId { &self.id }
 ///     fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-///         StorageClass::new("tenferro-cpu.host.v1").map_err(|e| HarnessError::Runtime {
-///             context: "storage class".into(), message: e.to_string() })
+///         StorageClass::new("tenferro-cpu.host.v1")
+///             .map_err(|e| HarnessError::adapter("my-cpu's storage class", e))
 ///     }
 ///     fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
 ///         let engine = CpuEngine::serial().with_runtime_engine_id(self.id.clone());
 ///         tenferro_cpu::runtime_engine_registration_with_id(&engine, self.id.clone())
-///             .map_err(|e| HarnessError::Runtime { context: "registration".into(), message: e.to_string() })
+///             .map_err(|e| HarnessError::adapter("registering my-cpu", e))
 ///     }
 ///     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
 ///         Ok(Box::new(CpuEngine::serial().with_runtime_engine_id(self.id.clone())))
@@ -124,7 +119,7 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
     /// The endpoint's name in reports (`host`, `sim0`, `cuda0`).
     fn name(&self) -> &str;
 
-    /// The kind of device, for [`REQUIRE_DEVICES_ENV`] (`host`, `sim`,
+    /// The kind of device, for [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) (`host`, `sim`,
     /// `cuda`, or your own); defaults to `device`.
     fn kind(&self) -> &str {
         "device"
@@ -228,7 +223,7 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
     }
 
     /// Whether the device can run here. An unavailable device makes every
-    /// case of its routes a skip with the reason; [`REQUIRE_DEVICES_ENV`]
+    /// case of its routes a skip with the reason; [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV)
     /// turns that into a failure.
     fn availability(&self) -> Availability {
         Availability::Available
@@ -450,41 +445,134 @@ impl Endpoint {
     }
 
     /// `Ok` when the device is available; otherwise
-    /// [`HarnessError::Unavailable`] (a skip) or, where
-    /// [`REQUIRE_DEVICES_ENV`] names this endpoint's kind (or `all`),
+    /// [`HarnessError::Unavailable`] (a skip) or, where the settings
+    /// require this endpoint's kind ([`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) naming it or
+    /// `all`; `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` for `cuda`),
     /// [`HarnessError::DeviceRequired`] (a failure).
     ///
     /// # Errors
     ///
-    /// As above.
+    /// As above, and [`HarnessError::Settings`] for a setting the suite
+    /// does not know.
     pub fn gate(&self) -> Result<(), HarnessError> {
         match self.availability() {
             Availability::Available => Ok(()),
             Availability::Unavailable { reason } => {
                 let reason = format!("{}: {reason}", self.name());
-                if device_required(self.kind()) {
-                    Err(HarnessError::DeviceRequired {
+                match crate::Settings::current()?.requiring(self.kind()) {
+                    Some(setting) => Err(HarnessError::DeviceRequired {
                         kind: self.kind().to_owned(),
+                        setting,
                         reason,
-                    })
-                } else {
-                    Err(HarnessError::Unavailable { reason })
+                    }),
+                    None => Err(HarnessError::Unavailable { reason }),
                 }
             }
         }
     }
+
+    /// An endpoint for a device that is not here: every case of its routes
+    /// is a skip with `reason`, or a failure where the settings require
+    /// devices of `kind` ([`Endpoint::gate`]). What a route's factory
+    /// returns when opening its device fails, so that an absent device is
+    /// a skip, not a route that could not be built.
+    ///
+    /// # Errors
+    ///
+    /// Never for a `name` and `kind` of any text; the `Result` keeps room
+    /// for tenferro's identifier checks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{Endpoint, HarnessError, Route};
+    ///
+    /// // Opening the vendor's device failed: its route is skipped, with why.
+    /// let device = Endpoint::absent("npu0", "vendor-npu", "no /dev/npu0").unwrap();
+    /// let route = Route::new(Endpoint::host("host").unwrap(), device).unwrap();
+    /// match route.gate() {
+    ///     Err(HarnessError::Unavailable { reason }) => assert_eq!(reason, "npu0: no /dev/npu0"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn absent(name: &str, kind: &str, reason: &str) -> Result<Self, HarnessError> {
+        Ok(Self::new(AbsentDevice {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            reason: reason.to_owned(),
+            id: EngineId::new("tenferro-transfer-harness.absent.v1").map_err(|source| {
+                HarnessError::config("an absent device's engine id", source.into())
+            })?,
+        }))
+    }
 }
 
-/// Whether [`REQUIRE_DEVICES_ENV`] names `kind` (or `all`); for `cuda`,
-/// `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` counts too.
+/// Whether the settings require a device of `kind` (`all`, or
+/// [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) naming it; `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`
+/// for `cuda`). A setting the suite does not know counts as requiring
+/// nothing here; the run that reads the settings reports it.
 pub fn device_required(kind: &str) -> bool {
-    if kind == "cuda" && crate::cuda_required() {
-        return true;
+    crate::Settings::current().is_ok_and(|settings| settings.require_devices.requires(kind))
+}
+
+/// A device that is not here ([`Endpoint::absent`]): it is never opened,
+/// registered or staged on, because its routes stop at the gate.
+#[derive(Debug)]
+struct AbsentDevice {
+    name: String,
+    kind: String,
+    reason: String,
+    id: EngineId,
+}
+
+impl AbsentDevice {
+    fn absent(&self) -> HarnessError {
+        HarnessError::Unavailable {
+            reason: format!("{}: {}", self.name, self.reason),
+        }
     }
-    std::env::var(REQUIRE_DEVICES_ENV).is_ok_and(|value| {
-        value
-            .split(',')
-            .map(str::trim)
-            .any(|named| named == "all" || named == kind)
-    })
+}
+
+impl DeviceEndpoint for AbsentDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    fn engine_id(&self) -> &EngineId {
+        &self.id
+    }
+
+    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
+        Err(self.absent())
+    }
+
+    fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        Err(self.absent())
+    }
+
+    fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        Err(self.absent())
+    }
+
+    fn placement_rule(&self) -> PlacementRule {
+        PlacementRule::Host
+    }
+
+    fn storage_rule(&self) -> StorageRule {
+        StorageRule::PlainHost
+    }
+
+    fn availability(&self) -> Availability {
+        Availability::Unavailable {
+            reason: self.reason.clone(),
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }

@@ -51,39 +51,32 @@ pub enum HarnessError {
         source: tenferro_tensor::Error,
     },
     /// The runtime refused to plan the route.
-    #[error("the runtime refused to prepare route {route}: {message}")]
+    #[error("the runtime refused to prepare route {route}")]
     Prepare {
         /// The route's label.
         route: String,
-        /// The runtime's error.
-        message: String,
-        /// Its source chain.
-        chain: Vec<String>,
+        /// The runtime's error, with its own sources.
+        #[source]
+        source: Box<tenferro_runtime::Error>,
     },
     /// The route cannot run here, and that is a skip, never a pass: no
-    /// CUDA device, no driver, built without the `cuda` feature, or a case
-    /// outside a route's known limits.
+    /// device, no driver, built without a feature, or a case outside a
+    /// route's known limits.
     #[error("not run here: {reason}")]
     Unavailable {
         /// Why not.
         reason: String,
     },
-    /// CUDA cannot run here, and `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`
-    /// demands it: a failure.
-    #[error("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1, but {reason}")]
-    CudaRequired {
-        /// Why CUDA cannot run.
-        reason: String,
-    },
     /// A device is not available here, and the user requires it
-    /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names its kind): a failure.
-    #[error(
-        "{} requires the {kind} device, but {reason}",
-        crate::REQUIRE_DEVICES_ENV
-    )]
+    /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names its kind, or
+    /// `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` for CUDA): a failure.
+    #[error("{setting} requires the {kind} device, but {reason}")]
     DeviceRequired {
         /// The device kind required.
         kind: String,
+        /// The setting that requires it, as the user wrote it
+        /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`).
+        setting: String,
         /// Why it is not available.
         reason: String,
     },
@@ -97,14 +90,60 @@ pub enum HarnessError {
         #[source]
         source: Box<crate::cuda::CudaError>,
     },
-    /// Another runtime failure outside the provider.
-    #[error("{context}: {message}")]
+    /// The runtime failed outside the provider: building the program, a
+    /// snapshot, a run of the harness's own.
+    #[error("{context}")]
     Runtime {
         /// What the harness was doing.
         context: String,
-        /// The runtime's error.
-        message: String,
+        /// tenferro's error, with its own sources.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// A run of the harness's own returned no output.
+    #[error("{context}: the run returned no output")]
+    NoOutput {
+        /// What the harness was doing.
+        context: String,
+    },
+    /// A device adapter's `stage` returned `Ok` without handing an input
+    /// over: the adapter's bug.
+    #[error(
+        "staging the input on {endpoint}: the adapter's stage returned Ok without handing an input over"
+    )]
+    NothingStaged {
+        /// The source endpoint's name.
+        endpoint: String,
+    },
+    /// The thread that runs cases could not be started.
+    #[error("starting the case worker of route {route}")]
+    Worker {
+        /// The route's label.
+        route: String,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The thread that runs cases died (a panic the harness did not catch).
+    #[error("the case worker of route {route} died")]
+    WorkerDied {
+        /// The route's label.
+        route: String,
+    },
+    /// The harness lost track of a run (a provider call with no record, a
+    /// panic before the transfer): the harness's fault, never the
+    /// provider's or the runtime's.
+    #[error("harness fault on route {route} (not the provider's, not the runtime's): {reason}")]
+    HarnessFault {
+        /// The route's label.
+        route: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A `TRANSFER_CONFORMANCE_*` setting has a value the suite does not
+    /// know.
+    #[error(transparent)]
+    Settings(#[from] crate::SettingsError),
 }
 
 impl HarnessError {
@@ -143,4 +182,37 @@ impl HarnessError {
             source: Box::new(source),
         }
     }
+
+    /// A runtime failure of the harness's own, keeping tenferro's error
+    /// as the source.
+    pub(crate) fn runtime(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Runtime {
+            context: context.into(),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// `error` with every cause in its source chain, one per line: how a
+/// report writes an error that kept its sources.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::{HarnessError, describe_error};
+///
+/// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no /dev/npu0");
+/// let error = HarnessError::adapter("opening npu0", io);
+/// assert_eq!(describe_error(&error), "opening npu0\n  caused by: no /dev/npu0");
+/// ```
+pub fn describe_error(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    for cause in crate::source_chain(error) {
+        text.push_str("\n  caused by: ");
+        text.push_str(&cause);
+    }
+    text
 }

@@ -1,17 +1,18 @@
-//! Whether CUDA can run here, and what a missing GPU turns into: a skip
-//! with its reason, or a failure where the user demands CUDA.
+//! Whether CUDA can run here. A missing GPU makes the CUDA routes' device
+//! an absent one, which the general availability of every endpoint turns
+//! into a skip with its reason, or a failure where the settings require
+//! CUDA ([`crate::Endpoint::gate`]).
 
 use std::io::Write as _;
 
 use crate::{HarnessError, Route};
 
-/// Set to `1` to turn every CUDA skip (no feature, no driver, no device)
-/// into a failure.
-pub const REQUIRE_CUDA_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_CUDA";
-
-/// Whether [`REQUIRE_CUDA_ENV`] is `1`.
+/// Whether the settings require CUDA (`TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`,
+/// or `TRANSFER_CONFORMANCE_REQUIRE_DEVICES` naming `cuda` or `all`). A
+/// setting the suite does not know counts as not requiring it here; the
+/// run that reads the settings reports it.
 pub fn cuda_required() -> bool {
-    std::env::var(REQUIRE_CUDA_ENV).is_ok_and(|value| value.trim() == "1")
+    crate::Settings::current().is_ok_and(|settings| settings.require_devices.requires("cuda"))
 }
 
 /// Why CUDA cannot run here, or `None` when it can: built without the
@@ -37,20 +38,6 @@ pub fn cuda_unavailable_reason() -> Option<String> {
     }
 }
 
-/// `Ok` when CUDA can run; otherwise [`HarnessError::Unavailable`] (a skip)
-/// or, where [`REQUIRE_CUDA_ENV`] is `1`, [`HarnessError::CudaRequired`].
-///
-/// # Errors
-///
-/// As above.
-pub fn cuda_gate() -> Result<(), HarnessError> {
-    match cuda_unavailable_reason() {
-        None => Ok(()),
-        Some(reason) if cuda_required() => Err(HarnessError::CudaRequired { reason }),
-        Some(reason) => Err(HarnessError::Unavailable { reason }),
-    }
-}
-
 /// For tests: the route when CUDA can run; `None` after printing a visible
 /// `SKIP` line with the reason; the error when CUDA is required or the
 /// route fails for another reason (the test then fails).
@@ -60,12 +47,13 @@ pub fn cuda_gate() -> Result<(), HarnessError> {
 ///
 /// # Errors
 ///
-/// Every error of `route` but [`HarnessError::Unavailable`].
+/// Every error of `route` or of its [`gate`](Route::gate) but
+/// [`HarnessError::Unavailable`].
 pub fn route_or_skip(
     test: &str,
     route: Result<Route, HarnessError>,
 ) -> Result<Option<Route>, HarnessError> {
-    match route {
+    match route.and_then(|route| route.gate().map(|()| route)) {
         Ok(route) => Ok(Some(route)),
         Err(HarnessError::Unavailable { reason }) => {
             announce_skip(test, &reason);
@@ -80,29 +68,34 @@ pub fn announce_skip(test: &str, reason: &str) {
     let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {reason}");
 }
 
+/// CUDA device `ordinal` as an endpoint: the real device where CUDA can
+/// run, else an absent one ([`crate::Endpoint::absent`]) whose routes are
+/// skipped with the reason, or fail where the settings require CUDA.
+fn cuda_endpoint(ordinal: u32) -> Result<crate::Endpoint, HarnessError> {
+    let name = format!("cuda{ordinal}");
+    match cuda_unavailable_reason() {
+        Some(reason) => crate::Endpoint::absent(&name, "cuda", &reason),
+        #[cfg(feature = "cuda")]
+        None => Ok(crate::Endpoint::new(crate::cuda::CudaEndpoint::open(
+            ordinal,
+        )?)),
+        #[cfg(not(feature = "cuda"))]
+        None => crate::Endpoint::absent(&name, "cuda", "built without the `cuda` feature"),
+    }
+}
+
 impl Route {
     /// Host (tenferro-cpu) to CUDA device 0 (`host->cuda0`).
     ///
+    /// Where CUDA cannot run (no feature, no driver, no device) the route
+    /// is built on an absent device: its cases are skipped with the
+    /// reason, or fail where the settings require CUDA.
+    ///
     /// # Errors
     ///
-    /// [`HarnessError::Unavailable`] without a usable device (a skip),
-    /// [`HarnessError::CudaRequired`] then where [`REQUIRE_CUDA_ENV`] is `1`,
-    /// or a device setup failure.
+    /// A device setup failure of a GPU that is there.
     pub fn host_to_cuda() -> Result<Self, HarnessError> {
-        cuda_gate()?;
-        #[cfg(feature = "cuda")]
-        {
-            Self::new(
-                crate::Endpoint::host("host")?,
-                crate::Endpoint::new(crate::cuda::CudaEndpoint::open(0)?),
-            )
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Err(HarnessError::Unavailable {
-                reason: "built without the `cuda` feature".to_owned(),
-            })
-        }
+        Self::new(crate::Endpoint::host("host")?, cuda_endpoint(0)?)
     }
 
     /// CUDA device 0 to host (tenferro-cpu) (`cuda0->host`).
@@ -111,19 +104,6 @@ impl Route {
     ///
     /// As [`Route::host_to_cuda`].
     pub fn cuda_to_host() -> Result<Self, HarnessError> {
-        cuda_gate()?;
-        #[cfg(feature = "cuda")]
-        {
-            Self::new(
-                crate::Endpoint::new(crate::cuda::CudaEndpoint::open(0)?),
-                crate::Endpoint::host("host")?,
-            )
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Err(HarnessError::Unavailable {
-                reason: "built without the `cuda` feature".to_owned(),
-            })
-        }
+        Self::new(cuda_endpoint(0)?, crate::Endpoint::host("host")?)
     }
 }

@@ -294,23 +294,32 @@ impl Oracle {
         route: &Route,
         outcome: &Outcome,
     ) -> Judgement {
-        let mut judgement = self.judge(&outside.case, route, outcome);
+        let inside = self.judge(&outside.case, route, outcome);
+        if let crate::RuntimeVerdict::Abandoned { .. } = outcome.runtime {
+            // Not judged at all: every rule is unchecked, with why.
+            return inside;
+        }
+        let mut violations = inside.violations().to_vec();
+        let mut unchecked = inside.unchecked().to_vec();
+        let mut judgement = Judgement::empty();
+        judgement.expected_errors = inside.expected_errors().to_vec();
         let result = outcome.call().map(|call| &call.result);
-        // Outside the capabilities an Err is the answer, not a violation.
-        judgement
-            .violations
-            .retain(|violation| violation.rule != Rule::NoError);
+        // Outside the capabilities an Err is the answer, not a violation:
+        // no-error binds only inside them.
+        violations.retain(|violation| violation.rule != Rule::NoError);
+        unchecked.retain(|item| item.rule != Rule::NoError && item.rule != Rule::CapabilityHonesty);
+        unchecked.push(crate::Unchecked {
+            rule: Rule::NoError,
+            reason: "outside the declared capabilities an Err is the right answer (capability-honesty judges it)".to_owned(),
+        });
         let honesty = match result {
             Some(ProviderResult::Returned(_)) => {
-                let wrong: Vec<String> = judgement
-                    .violations
+                let wrong: Vec<String> = violations
                     .iter()
                     .filter(|violation| binds_output(violation.rule))
                     .map(|violation| format!("{}: {}", violation.rule, violation.message))
                     .collect();
-                judgement
-                    .violations
-                    .retain(|violation| !binds_output(violation.rule));
+                violations.retain(|violation| !binds_output(violation.rule));
                 Some(if wrong.is_empty() {
                     format!(
                         "the provider returned Ok for an input outside its declared capabilities ({}); declare the capability, or refuse the input with a typed Err",
@@ -331,7 +340,7 @@ impl Oracle {
             _ => None,
         };
         if let Some(message) = honesty {
-            judgement.violations.push(crate::Violation {
+            violations.push(crate::Violation {
                 rule: Rule::CapabilityHonesty,
                 message,
             });
@@ -339,17 +348,24 @@ impl Oracle {
         // The output rules are folded into capability-honesty here: none of
         // them was judged on its own on this case, so none counts as a
         // check of its rule (a typed Err has no output to check at all).
-        judgement
-            .unchecked
-            .retain(|unchecked| !binds_output(unchecked.rule));
+        unchecked.retain(|item| !binds_output(item.rule));
         for rule in Rule::ALL.into_iter().filter(|rule| binds_output(*rule)) {
-            judgement.unchecked.push(crate::Unchecked {
+            unchecked.push(crate::Unchecked {
                 rule,
                 reason: "outside the declared capabilities the output is judged under capability-honesty, not rule by rule".to_owned(),
             });
         }
-        judgement.violations.sort_by_key(|violation| violation.rule);
-        judgement
+        // With no single call (a hang before the provider was reached),
+        // there was no answer to judge.
+        if outcome.call().is_none() {
+            unchecked.push(crate::Unchecked {
+                rule: Rule::CapabilityHonesty,
+                reason: "there was no single provider call to judge".to_owned(),
+            });
+        }
+        judgement.violations = violations;
+        judgement.unchecked = unchecked;
+        judgement.finish()
     }
 }
 

@@ -40,6 +40,7 @@ mod outcome;
 mod rig;
 mod route;
 mod rule;
+pub mod settings;
 mod special_values;
 mod spy;
 mod stage;
@@ -52,28 +53,28 @@ pub use arbitrary_impls::FUZZ_PROFILE;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
 pub use endpoint::{
-    Availability, DeviceEndpoint, Endpoint, REQUIRE_DEVICES_ENV, ReadBack, declared_ingress,
-    device_required, stage_via_host,
+    Availability, DeviceEndpoint, Endpoint, ReadBack, declared_ingress, device_required,
+    stage_via_host,
 };
-pub use error::HarnessError;
-pub use gate::{
-    REQUIRE_CUDA_ENV, announce_skip, cuda_gate, cuda_required, cuda_unavailable_reason,
-    route_or_skip,
-};
+pub use error::{HarnessError, describe_error};
+pub use gate::{announce_skip, cuda_required, cuda_unavailable_reason, route_or_skip};
 pub use honesty::{
     CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
 };
 pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
-pub use oracle::{Judgement, Oracle, Unchecked, Violation};
+pub use oracle::{INSIDE_CAPABILITIES, Judgement, Oracle, Unchecked, Violation, abandoned_reason};
 pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
 pub use rig::Rig;
 pub use route::{PlacementRule, Route, StorageRule};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
+pub use settings::{
+    REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV, RequiredDevices, SettingDoc, Settings, SettingsError,
+};
 pub use spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
     source_chain,
 };
 pub use tenferro_mock_devices::{AllocationLedger, EngineRole};
-pub use watchdog::{DEFAULT_DEADLINE, Watchdog};
+pub use watchdog::{DEFAULT_DEADLINE, RouteDeadline, Watchdog};

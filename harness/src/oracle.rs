@@ -28,22 +28,79 @@ pub struct Unchecked {
     pub reason: String,
 }
 
-/// The oracle's judgement of one case.
-#[derive(Clone, Debug, Default, Eq, PartialEq, Serialize)]
+/// The oracle's judgement of one case: the rules it checked, those broken
+/// among them, and those it could not check, with why.
+///
+/// Only the oracle makes one ([`Oracle::judge`], [`Oracle::judge_outside`]),
+/// and every rule of the catalogue is then either checked or unchecked with
+/// its reason: which rules a case checked is decided here, once, never by
+/// the path that ran the case. A caller may only take checks away
+/// ([`uncheck`](Judgement::uncheck)) or say better why a rule was not
+/// checked ([`explain_unchecked`](Judgement::explain_unchecked)).
+#[derive(Clone, Debug, Eq, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Judgement {
     /// Every rule broken, in catalogue order.
-    pub violations: Vec<Violation>,
+    pub(crate) violations: Vec<Violation>,
     /// Rules not judged on this case.
-    pub unchecked: Vec<Unchecked>,
+    pub(crate) unchecked: Vec<Unchecked>,
     /// Device failures the provider correctly passed on as a typed `Err`
     /// (injected by a fault plan): expected errors, not violations.
-    pub expected_errors: Vec<String>,
+    pub(crate) expected_errors: Vec<String>,
+    /// The rules judged on this case (held or broken), in catalogue order.
+    #[serde(skip)]
+    checked: Vec<Rule>,
 }
 
 impl Judgement {
+    /// A judgement not yet made: nothing checked.
+    pub(crate) fn empty() -> Self {
+        Self {
+            violations: Vec::new(),
+            unchecked: Vec::new(),
+            expected_errors: Vec::new(),
+            checked: Vec::new(),
+        }
+    }
+
     /// Whether no rule was broken.
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
+    }
+
+    /// Every rule broken, in catalogue order.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// The rules not checked on this case, with why (never a pass).
+    pub fn unchecked(&self) -> &[Unchecked] {
+        &self.unchecked
+    }
+
+    /// Device failures the provider correctly passed on as a typed `Err`
+    /// (injected by a fault plan): expected errors, not violations.
+    pub fn expected_errors(&self) -> &[String] {
+        &self.expected_errors
+    }
+
+    /// The rules the oracle judged on this case, held or broken, in
+    /// catalogue order.
+    pub fn checked(&self) -> &[Rule] {
+        &self.checked
+    }
+
+    /// Whether the oracle judged `rule` on this case.
+    pub fn was_checked(&self, rule: Rule) -> bool {
+        self.checked.contains(&rule)
+    }
+
+    /// Why `rule` was not checked, if it was not.
+    pub fn why_unchecked(&self, rule: Rule) -> Option<&str> {
+        self.unchecked
+            .iter()
+            .find(|item| item.rule == rule)
+            .map(|item| item.reason.as_str())
     }
 
     /// The rules broken, in catalogue order, without repeats.
@@ -58,15 +115,53 @@ impl Judgement {
         rules
     }
 
-    fn violate(&mut self, rule: Rule, message: String) {
+    /// Take `rule` out of the judgement: it no longer counts as checked,
+    /// its violations are dropped, and it is unchecked for `reason` (a rule
+    /// outside a pinned level, say). The one way to change what a
+    /// judgement checked, and it can only take a check away.
+    pub fn uncheck(&mut self, rule: Rule, reason: impl Into<String>) {
+        self.violations.retain(|violation| violation.rule != rule);
+        self.checked.retain(|checked| *checked != rule);
+        let reason = reason.into();
+        match self.unchecked.iter_mut().find(|item| item.rule == rule) {
+            Some(item) => item.reason = reason,
+            None => self.unchecked.push(Unchecked { rule, reason }),
+        }
+    }
+
+    /// Say better why `rule` was not checked (the suite knows why a
+    /// provider's capabilities leave nothing to refuse, say); a rule that
+    /// was checked stays checked, and this does nothing.
+    pub fn explain_unchecked(&mut self, rule: Rule, reason: impl Into<String>) {
+        if let Some(item) = self.unchecked.iter_mut().find(|item| item.rule == rule) {
+            item.reason = reason.into();
+        }
+    }
+
+    pub(crate) fn violate(&mut self, rule: Rule, message: String) {
         self.violations.push(Violation { rule, message });
     }
 
-    fn skip(&mut self, rule: Rule, reason: &str) {
+    pub(crate) fn skip(&mut self, rule: Rule, reason: &str) {
         self.unchecked.push(Unchecked {
             rule,
             reason: reason.to_owned(),
         });
+    }
+
+    /// Close the judgement: every rule of the catalogue not listed as
+    /// unchecked was judged, and a broken rule counts as checked even where
+    /// one of its checks could not be made (its violation stands).
+    pub(crate) fn finish(mut self) -> Self {
+        self.violations.sort_by_key(|violation| violation.rule);
+        let broken = self.rules();
+        self.checked = Rule::ALL
+            .into_iter()
+            .filter(|rule| {
+                broken.contains(rule) || !self.unchecked.iter().any(|item| item.rule == *rule)
+            })
+            .collect();
+        self
     }
 }
 
@@ -126,7 +221,14 @@ pub struct Oracle;
 impl Oracle {
     /// Judge one case's outcome on `route`.
     pub fn judge(&self, case: &Case, route: &Route, outcome: &Outcome) -> Judgement {
-        let mut judgement = Judgement::default();
+        let mut judgement = Judgement::empty();
+        if let RuntimeVerdict::Abandoned { limit, hung_on } = &outcome.runtime {
+            let reason = abandoned_reason(*limit, hung_on);
+            for rule in Rule::ALL {
+                judgement.skip(rule, &reason);
+            }
+            return judgement.finish();
+        }
         let Some(call) = outcome.call() else {
             match (&outcome.runtime, outcome.calls.len()) {
                 (RuntimeVerdict::TimedOut { limit }, 0) => judgement.violate(
@@ -143,7 +245,16 @@ impl Oracle {
                     ),
                 ),
             }
-            return judgement;
+            // Only the rule broken above was judged: with no single call
+            // there is no output, error or panic of the provider to judge.
+            let broken = judgement.rules();
+            for rule in Rule::ALL.into_iter().filter(|rule| !broken.contains(rule)) {
+                judgement.skip(
+                    rule,
+                    "there was no single provider call to judge (see the deadline or runtime-agreement violation)",
+                );
+            }
+            return judgement.finish();
         };
         check_event_domains(route, outcome, &call.request, &mut judgement);
         let injected = outcome
@@ -246,10 +357,22 @@ impl Oracle {
             LeakCheck::Unchecked(reason) => judgement.skip(Rule::NoLeak, reason),
         }
         check_agreement(&outcome.runtime, &mut judgement);
-        judgement.violations.sort_by_key(|violation| violation.rule);
-        judgement
+        judgement.skip(Rule::CapabilityHonesty, INSIDE_CAPABILITIES);
+        judgement.finish()
     }
 }
+
+/// Why a case the watchdog abandoned on a short deadline is not judged.
+pub fn abandoned_reason(limit: std::time::Duration, hung_on: &str) -> String {
+    format!(
+        "after the provider hung on {hung_on} (a deadline violation), this route's later cases get a deadline of {limit:?} (derived from its successful calls), and this one overran it: not proven to hang, so not judged; replay it alone to judge it"
+    )
+}
+
+/// Why [`Oracle::judge`] leaves `capability-honesty` unchecked: the rule
+/// binds only cases outside the declared capabilities
+/// ([`Oracle::judge_outside`]).
+pub const INSIDE_CAPABILITIES: &str = "the case is inside the declared capabilities";
 
 fn skip_output_rules(judgement: &mut Judgement, reason: &str) {
     for rule in OUTPUT_RULES {

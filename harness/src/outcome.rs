@@ -115,6 +115,15 @@ pub enum RuntimeVerdict {
         /// The deadline.
         limit: Duration,
     },
+    /// The run did not finish within the short deadline a route's later
+    /// cases get once its provider has hung ([`crate::RouteDeadline`]):
+    /// not proven to hang, so not judged.
+    Abandoned {
+        /// The short deadline.
+        limit: Duration,
+        /// The case the provider first hung on, in words.
+        hung_on: String,
+    },
     /// A panic escaped `Runtime::run` after the provider had returned its
     /// tensor: in a call the runtime or the destination engine made into
     /// the returned storage (`len`, `map_read`, its `Drop`, ...), or in the

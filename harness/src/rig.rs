@@ -2,6 +2,7 @@
 //! for one route, with a program that can only run if the input moves.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -103,17 +104,19 @@ impl Rig {
             )
             .map_err(config("transfer provider"))?;
         let runtime = builder.build().map_err(config("runtime"))?;
-        let snapshot = runtime.snapshot().map_err(|source| HarnessError::Runtime {
-            context: "runtime snapshot".to_owned(),
-            message: source.to_string(),
-        })?;
+        let snapshot = runtime
+            .snapshot()
+            .map_err(|source| HarnessError::runtime("the runtime's snapshot", source))?;
         let domain = |endpoint: &crate::Endpoint| {
             snapshot
                 .engine(endpoint.engine_id())
                 .map(|view| view.event_domain_id())
-                .ok_or_else(|| HarnessError::Runtime {
-                    context: "runtime snapshot".to_owned(),
-                    message: format!("engine {} is missing", endpoint.engine_id().as_str()),
+                .ok_or_else(|| HarnessError::HarnessFault {
+                    route: route.label(),
+                    reason: format!(
+                        "the runtime's snapshot has no engine {}, registered just before",
+                        endpoint.engine_id().as_str()
+                    ),
                 })
         };
         let event_domains = (domain(route.source())?, domain(route.destination())?);
@@ -220,10 +223,6 @@ impl Rig {
         if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(&program_key) {
             self.programs.clear();
         }
-        if !self.programs.contains_key(&program_key) {
-            let program = identity_program(case.dtype(), case.shape())?;
-            self.programs.insert(program_key.clone(), program);
-        }
         self.trace.take();
         let _traced = trace::install(Arc::clone(&self.trace));
         let ledgers_before = self.ledger_ids();
@@ -237,37 +236,30 @@ impl Rig {
             prepared,
             ..
         } = self;
-        let program = programs
-            .get(&program_key)
-            .ok_or_else(|| HarnessError::Runtime {
-                context: "program cache".to_owned(),
-                message: "program vanished".to_owned(),
-            })?;
+        let program = match programs.entry(program_key) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => entry.insert(identity_program(case.dtype(), case.shape())?),
+        };
         spy.take();
         let runtime_verdict = with_input(
             route.source(),
             case,
             |input| -> Result<RuntimeVerdict, HarnessError> {
-                if !prepared.contains_key(&signature) {
-                    let plan = runtime
-                        .prepare(
-                            program,
-                            std::slice::from_ref(&input),
-                            &[source.target(), destination.target()],
-                        )
-                        .map_err(|error| HarnessError::Prepare {
-                            route: route.label(),
-                            message: error.to_string(),
-                            chain: crate::spy::source_chain(&error),
-                        })?;
-                    prepared.insert(signature.clone(), plan);
-                }
-                let plan = prepared
-                    .get(&signature)
-                    .ok_or_else(|| HarnessError::Runtime {
-                        context: "prepared cache".to_owned(),
-                        message: "prepared plan vanished".to_owned(),
-                    })?;
+                let plan = match prepared.entry(signature) {
+                    Entry::Occupied(entry) => entry.into_mut(),
+                    Entry::Vacant(entry) => entry.insert(
+                        runtime
+                            .prepare(
+                                program,
+                                std::slice::from_ref(&input),
+                                &[source.target(), destination.target()],
+                            )
+                            .map_err(|error| HarnessError::Prepare {
+                                route: route.label(),
+                                source: Box::new(error),
+                            })?,
+                    ),
+                };
                 let run = catch_unwind(AssertUnwindSafe(|| {
                     let mut engines: [&mut dyn ExecutionEngine; 2] =
                         [source.as_mut(), destination.as_mut()];
@@ -324,12 +316,9 @@ fn lost_call(verdict: &RuntimeVerdict, route: &Route) -> Result<(), HarnessError
         }
         _ => return Ok(()),
     };
-    Err(HarnessError::Runtime {
-        context: format!(
-            "harness fault on route {} (not the provider's, not the runtime's)",
-            route.label()
-        ),
-        message,
+    Err(HarnessError::HarnessFault {
+        route: route.label(),
+        reason: message,
     })
 }
 
@@ -350,9 +339,11 @@ fn observe(read: TensorRead<'_>) -> RuntimeOutput {
 
 /// `x.reshape(shape)`: one transfer, and values left exactly as they arrive.
 fn identity_program(dtype: DType, shape: &[usize]) -> Result<CompiledGraph, HarnessError> {
-    let build = |error: tenferro_runtime::Error| HarnessError::Runtime {
-        context: format!("building the identity program for {dtype:?} {shape:?}"),
-        message: error.to_string(),
+    let build = |error: tenferro_runtime::Error| {
+        HarnessError::runtime(
+            format!("building the identity program for {dtype:?} {shape:?}"),
+            error,
+        )
     };
     let x = TracedTensor::input_concrete_shape(dtype, shape).map_err(build)?;
     let y = x.reshape(shape.to_vec()).map_err(build)?;

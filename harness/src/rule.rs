@@ -7,37 +7,103 @@ use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
 
-/// One rule of the `TransferProvider` contract.
-#[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-#[non_exhaustive]
-pub enum Rule {
-    /// Output dtype equals the input's.
-    Dtype,
-    /// Output shape equals the input's.
-    Shape,
-    /// Output buffer length equals the shape's element count.
-    BufferLength,
-    /// Output placement is accepted by the destination.
-    Placement,
-    /// Output storage is owned by the destination.
-    Residency,
-    /// The copy has completed when `transfer_blocking` returns.
-    Completion,
-    /// Every element arrives bit-exact.
-    Values,
-    /// No `Err` for an input the provider declares it handles.
-    NoError,
-    /// No panic.
-    NoPanic,
-    /// No hang.
-    Deadline,
-    /// Every allocation is released with its tensor.
-    NoLeak,
-    /// An input outside the declared capabilities gets a typed `Err`.
-    CapabilityHonesty,
-    /// The suite's verdict agrees with the runtime's.
-    RuntimeAgreement,
+/// The rule catalogue, written once: for each rule its variant of
+/// [`Rule`], the name of its test in `conformance_tests!`, its id, the
+/// conformance level that introduced it and the line that documents it.
+/// [`Rule`], the levels and the macro's tests are all expanded from it.
+///
+/// `__rule_catalogue!([callback path] { prefix tokens })` expands to
+/// `callback! { prefix tokens [ entries ] }`, each entry being
+/// `Variant test_name "id" Level "doc",`; an implementation detail of the
+/// conformance crate's levels and macro.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rule_catalogue {
+    ([$($callback:tt)*] { $($prefix:tt)* }) => {
+        $($callback)*! { $($prefix)* [
+            Dtype dtype "dtype" V1 "Output dtype equals the input's.",
+            Shape shape "shape" V1 "Output shape equals the input's.",
+            BufferLength buffer_length "buffer-length" V1 "Output buffer length equals the shape's element count.",
+            Placement placement "placement" V1 "Output placement is accepted by the destination.",
+            Residency residency "residency" V1 "Output storage is owned by the destination.",
+            Completion completion "completion" V1 "The copy has completed when `transfer_blocking` returns.",
+            Values values "values" V1 "Every element arrives bit-exact.",
+            NoError no_error "no-error" V1 "No `Err` for an input the provider declares it handles.",
+            NoPanic no_panic "no-panic" V1 "No panic.",
+            Deadline deadline "deadline" V1 "No hang.",
+            NoLeak no_leak "no-leak" V1 "Every allocation is released with its tensor.",
+            CapabilityHonesty capability_honesty "capability-honesty" V1 "An input outside the declared capabilities gets a typed `Err`.",
+            RuntimeAgreement runtime_agreement "runtime-agreement" V1 "The suite's verdict agrees with the runtime's.",
+        ] }
+    };
 }
+
+/// [`Rule`] and its catalogue order, from the catalogue's entries.
+macro_rules! define_rules {
+    ([$($variant:ident $test:ident $id:literal $level:ident $doc:literal,)+]) => {
+        /// One rule of the `TransferProvider` contract.
+        #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+        #[non_exhaustive]
+        pub enum Rule {
+            $(
+                #[doc = $doc]
+                $variant,
+            )+
+        }
+
+        /// How many rules the catalogue has.
+        const RULE_COUNT: usize = [$($id),+].len();
+
+        impl Rule {
+            /// Every rule, in catalogue order.
+            pub const ALL: [Rule; RULE_COUNT] = [$(Rule::$variant),+];
+
+            /// The stable kebab-case id.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use tenferro_transfer_harness::Rule;
+            ///
+            /// assert_eq!(Rule::BufferLength.id(), "buffer-length");
+            /// assert_eq!("buffer-length".parse::<Rule>().unwrap(), Rule::BufferLength);
+            /// ```
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $id,)+
+                }
+            }
+
+            /// The name of the rule's test in `conformance_tests!`
+            /// (`buffer_length`).
+            pub fn test_name(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => stringify!($test),)+
+                }
+            }
+
+            /// The name of the conformance level that introduced the rule
+            /// (`v1`): a level checks the rules introduced at it and before.
+            pub fn introduced_in(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => level_name!($level),)+
+                }
+            }
+        }
+    };
+}
+
+/// A level's identifier in the catalogue as its name.
+macro_rules! level_name {
+    (V1) => {
+        "v1"
+    };
+    (V2) => {
+        "v2"
+    };
+}
+
+__rule_catalogue!([define_rules] {});
 
 /// The five rules the runtime itself checks, in the order it checks them.
 pub const RUNTIME_ORDER: [Rule; 5] = [
@@ -49,51 +115,6 @@ pub const RUNTIME_ORDER: [Rule; 5] = [
 ];
 
 impl Rule {
-    /// Every rule, in catalogue order.
-    pub const ALL: [Rule; 13] = [
-        Rule::Dtype,
-        Rule::Shape,
-        Rule::BufferLength,
-        Rule::Placement,
-        Rule::Residency,
-        Rule::Completion,
-        Rule::Values,
-        Rule::NoError,
-        Rule::NoPanic,
-        Rule::Deadline,
-        Rule::NoLeak,
-        Rule::CapabilityHonesty,
-        Rule::RuntimeAgreement,
-    ];
-
-    /// The stable kebab-case id.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use tenferro_transfer_harness::Rule;
-    ///
-    /// assert_eq!(Rule::BufferLength.id(), "buffer-length");
-    /// assert_eq!("buffer-length".parse::<Rule>().unwrap(), Rule::BufferLength);
-    /// ```
-    pub fn id(self) -> &'static str {
-        match self {
-            Rule::Dtype => "dtype",
-            Rule::Shape => "shape",
-            Rule::BufferLength => "buffer-length",
-            Rule::Placement => "placement",
-            Rule::Residency => "residency",
-            Rule::Completion => "completion",
-            Rule::Values => "values",
-            Rule::NoError => "no-error",
-            Rule::NoPanic => "no-panic",
-            Rule::Deadline => "deadline",
-            Rule::NoLeak => "no-leak",
-            Rule::CapabilityHonesty => "capability-honesty",
-            Rule::RuntimeAgreement => "runtime-agreement",
-        }
-    }
-
     /// One sentence stating the rule.
     pub fn statement(self) -> &'static str {
         match self {
@@ -257,12 +278,18 @@ impl Serialize for Rule {
 
 /// An id that names no rule.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "unknown rule id `{id}`; known ids: dtype, shape, buffer-length, placement, residency, completion, values, no-error, no-panic, deadline, no-leak, capability-honesty, runtime-agreement"
-)]
+#[error("unknown rule id `{id}`; known ids: {}", known_ids())]
 pub struct UnknownRule {
     /// The id given.
     pub id: String,
+}
+
+fn known_ids() -> String {
+    Rule::ALL
+        .iter()
+        .map(|rule| rule.id())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl FromStr for Rule {

@@ -13,8 +13,8 @@ use crate::{Case, Endpoint, HarnessError, Layout, ViewSpec};
 ///
 /// # Errors
 ///
-/// The adapter's staging error, or [`HarnessError::Runtime`] when the
-/// adapter never handed an input over.
+/// The adapter's staging error, or [`HarnessError::NothingStaged`] when
+/// the adapter never handed an input over.
 pub(crate) fn with_input<R>(
     source: &Endpoint,
     case: &Case,
@@ -27,9 +27,8 @@ pub(crate) fn with_input<R>(
             result = Some(f(input));
         }
     })?;
-    result.ok_or_else(|| HarnessError::Runtime {
-        context: format!("staging the input on {}", source.name()),
-        message: "the adapter's stage returned without handing an input over".to_owned(),
+    result.ok_or_else(|| HarnessError::NothingStaged {
+        endpoint: source.name().to_owned(),
     })
 }
 

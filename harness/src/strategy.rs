@@ -48,8 +48,7 @@ pub enum Profile {
     Deep,
 }
 
-/// Environment variable that selects the profile under `cargo test`.
-pub const PROFILE_ENV: &str = "TRANSFER_CONFORMANCE_PROFILE";
+pub use crate::settings::PROFILE_ENV;
 
 impl Profile {
     /// Cases per provider.
@@ -74,13 +73,12 @@ impl Profile {
     ///
     /// # Errors
     ///
-    /// Returns [`HarnessError::InvalidCase`] naming the bad value when the
-    /// variable is set to something other than `quick`, `default` or `deep`.
+    /// [`HarnessError::Settings`] naming the bad value when a setting is
+    /// not one the suite knows ([`crate::Settings::current`]).
     pub fn from_env() -> Result<Self, HarnessError> {
-        match std::env::var(PROFILE_ENV) {
-            Ok(name) => name.parse(),
-            Err(_) => Ok(Profile::Default),
-        }
+        Ok(crate::Settings::current()?
+            .profile
+            .unwrap_or(Profile::Default))
     }
 
     /// The profile's name.

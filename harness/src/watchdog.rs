@@ -60,6 +60,139 @@ fn receive<T>(channel: &Receiver<T>, deadline: Option<Duration>) -> Result<T, Re
 /// before it is given up for lost.
 const MAX_RELEASES: usize = 16;
 
+/// After a hang, a later case of the route waits this many times the
+/// provider's slowest successful call on the route...
+const SHORT_FACTOR: u32 = 8;
+/// ...and at least this long (a provider that has only hung so far gets
+/// this), never more than the configured deadline.
+const SHORT_FLOOR: Duration = Duration::from_secs(2);
+/// How many calls of a route may be left hanging (their threads given up)
+/// before the route's later cases are not run at all.
+const MAX_ABANDONED: usize = 8;
+/// A call still running after this long is announced on stderr, and again
+/// every time as long again passes.
+const ANNOUNCE_AFTER: Duration = Duration::from_secs(10);
+
+/// What a route's deadline has seen.
+#[derive(Debug, Default)]
+struct DeadlineState {
+    /// The slowest call that returned in time.
+    slowest: Duration,
+    /// The first case the provider hung on, in words, if it has.
+    hung_on: Option<String>,
+    /// Calls left hanging so far.
+    abandoned: usize,
+}
+
+/// The deadline of a route's cases, shared by every rig of the route (its
+/// fixed, generated, concurrent and outside cases, and every thread):
+/// a hang is judged once per route, not once per case.
+///
+/// Until the provider hangs, every case gets the configured deadline. A
+/// case that overruns it is a `deadline` violation. From then on, the
+/// route's later cases get a short deadline derived from the provider's
+/// own successful calls ([`SHORT_FACTOR`] times the slowest, at least
+/// [`SHORT_FLOOR`]); a case that overruns the short one was not proven to
+/// hang, so it is not judged: the runner reports it as skipped, naming the
+/// case the provider hung on. After [`MAX_ABANDONED`] calls left hanging,
+/// the route's later cases are not run (their threads would pile up).
+///
+/// A `Duration` converts into a fresh `RouteDeadline`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tenferro_transfer_harness::RouteDeadline;
+///
+/// let deadline = RouteDeadline::new(Duration::from_secs(60));
+/// assert_eq!(deadline.limit(), Duration::from_secs(60));
+/// assert!(deadline.hung_on().is_none());
+/// ```
+#[derive(Clone, Debug)]
+pub struct RouteDeadline {
+    configured: Duration,
+    state: Arc<std::sync::Mutex<DeadlineState>>,
+}
+
+impl From<Duration> for RouteDeadline {
+    fn from(configured: Duration) -> Self {
+        Self::new(configured)
+    }
+}
+
+impl RouteDeadline {
+    /// A route that has not hung yet, with `configured` per case.
+    pub fn new(configured: Duration) -> Self {
+        Self {
+            configured,
+            state: Arc::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, DeadlineState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The configured deadline.
+    pub fn configured(&self) -> Duration {
+        self.configured
+    }
+
+    /// The deadline of the route's next case: the configured one until the
+    /// provider hangs, the short one after.
+    pub fn limit(&self) -> Duration {
+        let state = self.state();
+        match state.hung_on {
+            None => self.configured,
+            Some(_) => (state.slowest * SHORT_FACTOR)
+                .max(SHORT_FLOOR)
+                .min(self.configured),
+        }
+    }
+
+    /// The case the provider first hung on, in words, if it has.
+    pub fn hung_on(&self) -> Option<String> {
+        self.state().hung_on.clone()
+    }
+
+    /// Why the route's later cases are not run any more, once too many
+    /// calls were left hanging.
+    fn exhausted(&self) -> Option<String> {
+        let state = self.state();
+        (state.abandoned >= MAX_ABANDONED).then(|| {
+            format!(
+                "the provider hung on {} calls of this route, the first on {}; its later cases are not run, so that hung threads do not pile up (the hangs are reported as deadline violations)",
+                state.abandoned,
+                state.hung_on.as_deref().unwrap_or("a case")
+            )
+        })
+    }
+
+    fn returned_after(&self, elapsed: Duration) {
+        let mut state = self.state();
+        state.slowest = state.slowest.max(elapsed);
+    }
+
+    fn hung(&self, case: &Case) {
+        let mut state = self.state();
+        state.abandoned += 1;
+        state.hung_on.get_or_insert_with(|| case_words(case));
+    }
+}
+
+/// `F32 [3, 4] owned`: a case in words, for messages.
+fn case_words(case: &Case) -> String {
+    format!(
+        "{:?} {:?} {}",
+        case.dtype(),
+        case.shape(),
+        case.layout_label()
+    )
+}
+
 type Reply = Result<Outcome, HarnessError>;
 
 /// What the worker tells the watchdog.
@@ -85,6 +218,7 @@ impl Worker {
         let (jobs, job_queue) = mpsc::channel::<Case>();
         let (reply, replies) = mpsc::channel::<Message>();
         let (ready, started) = mpsc::channel();
+        let label = route.label();
         let (route, provider) = (route.clone(), Arc::clone(provider));
         let handle = std::thread::Builder::new()
             .name("transfer-case".to_owned())
@@ -114,14 +248,13 @@ impl Worker {
                     }
                 }
             })
-            .map_err(|error| HarnessError::Runtime {
-                context: "starting the case worker".to_owned(),
-                message: error.to_string(),
+            .map_err(|source| HarnessError::Worker {
+                route: label.clone(),
+                source,
             })?;
-        let (spy, trace, event_domains) = started.recv().map_err(|_| HarnessError::Runtime {
-            context: "starting the case worker".to_owned(),
-            message: "the worker died before it built its rig".to_owned(),
-        })??;
+        let (spy, trace, event_domains) = started
+            .recv()
+            .map_err(|_| HarnessError::WorkerDied { route: label })??;
         Ok(Self {
             jobs,
             replies,
@@ -131,6 +264,21 @@ impl Worker {
             event_domains,
         })
     }
+}
+
+/// Say on stderr (past the test harness's capture) that a call has been
+/// running for `elapsed`: a hung provider otherwise leaves a test silent
+/// for the whole deadline.
+fn announce_wait(route: &Route, case: &Case, elapsed: Duration, limit: Duration) {
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "transfer-conformance: waiting on the provider of route {} for {} s (deadline {} s): case {}",
+        route.label(),
+        elapsed.as_secs(),
+        limit.as_secs(),
+        case_words(case)
+    );
 }
 
 /// Runs cases through a [`Rig`] on a worker thread, each under a deadline.
@@ -163,7 +311,7 @@ impl Worker {
 pub struct Watchdog {
     route: Route,
     provider: Arc<dyn TransferProvider>,
-    deadline: Duration,
+    deadline: RouteDeadline,
     worker: Option<Worker>,
     lost_workers: usize,
 }
@@ -180,7 +328,9 @@ impl std::fmt::Debug for Watchdog {
 }
 
 impl Watchdog {
-    /// A watchdog running `provider` on `route` with `deadline` per case.
+    /// A watchdog running `provider` on `route` with `deadline` per case:
+    /// a `Duration`, or a [`RouteDeadline`] the route's other watchdogs
+    /// share (so that a hang is judged once per route).
     ///
     /// # Errors
     ///
@@ -188,13 +338,13 @@ impl Watchdog {
     pub fn new(
         route: Route,
         provider: Arc<dyn TransferProvider>,
-        deadline: Duration,
+        deadline: impl Into<RouteDeadline>,
     ) -> Result<Self, HarnessError> {
         let worker = Worker::spawn(&route, &provider)?;
         Ok(Self {
             route,
             provider,
-            deadline,
+            deadline: deadline.into(),
             worker: Some(worker),
             lost_workers: 0,
         })
@@ -205,9 +355,14 @@ impl Watchdog {
         &self.route
     }
 
-    /// The per-case deadline.
+    /// The configured per-case deadline.
     pub fn deadline(&self) -> Duration {
-        self.deadline
+        self.deadline.configured()
+    }
+
+    /// The route's deadline, shared with its other watchdogs.
+    pub fn route_deadline(&self) -> &RouteDeadline {
+        &self.deadline
     }
 
     /// Worker threads given up for lost after a hang they never left.
@@ -221,19 +376,36 @@ impl Watchdog {
     ///
     /// As [`Rig::run`], or a worker that could not be started or died.
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        if let Some(reason) = self.deadline.exhausted() {
+            return Err(HarnessError::Unavailable { reason });
+        }
         let worker = match self.worker.take() {
             Some(worker) => worker,
             None => Worker::spawn(&self.route, &self.provider)?,
         };
-        let died = || HarnessError::Runtime {
-            context: format!("running a case on route {}", self.route.label()),
-            message: "the case worker died".to_owned(),
+        let died = || HarnessError::WorkerDied {
+            route: self.route.label(),
         };
+        let limit = self.deadline.limit();
+        let hung_before = self.deadline.hung_on();
         if worker.jobs.send(case.clone()).is_err() {
             return Err(died());
         }
-        match receive(&worker.replies, Some(self.deadline)) {
+        let start = Instant::now();
+        let mut announced = ANNOUNCE_AFTER;
+        let reply = loop {
+            let wait = limit.min(announced).saturating_sub(start.elapsed());
+            match receive(&worker.replies, Some(wait)) {
+                Err(RecvTimeoutError::Timeout) if start.elapsed() < limit => {
+                    announce_wait(&self.route, case, start.elapsed(), limit);
+                    announced += ANNOUNCE_AFTER;
+                }
+                other => break other,
+            }
+        };
+        match reply {
             Ok(Message::Done(reply)) => {
+                self.deadline.returned_after(start.elapsed());
                 self.worker = Some(worker);
                 *reply
             }
@@ -241,15 +413,28 @@ impl Watchdog {
             // passes now rather than on the wall clock. Real hangs (a
             // vendor's provider, a real device) never park here and keep
             // the wall-clock deadline.
-            Ok(Message::Parked) => Ok(self.give_up(worker)),
+            Ok(Message::Parked) => Ok(self.give_up(worker, limit)),
+            // A call that overran the wall clock: the route remembers it,
+            // so that its later cases do not each wait a whole deadline.
+            Err(RecvTimeoutError::Timeout) => {
+                let mut outcome = self.give_up(worker, limit);
+                self.deadline.hung(case);
+                if let Some(first) = hung_before {
+                    // Overran the short deadline: not proven to hang.
+                    outcome.runtime = RuntimeVerdict::Abandoned {
+                        limit,
+                        hung_on: first,
+                    };
+                }
+                Ok(outcome)
+            }
             Err(RecvTimeoutError::Disconnected) => Err(died()),
-            Err(RecvTimeoutError::Timeout) => Ok(self.give_up(worker)),
         }
     }
 
-    /// The outcome of a case that overran; the worker is released and kept
-    /// if it comes back within the grace period.
-    fn give_up(&mut self, worker: Worker) -> Outcome {
+    /// The outcome of a case that overran `limit`; the worker is released
+    /// and kept if it comes back within the grace period.
+    fn give_up(&mut self, worker: Worker, limit: Duration) -> Outcome {
         let request = worker.spy.in_flight();
         let stage = worker.spy.stage();
         let trace = worker.trace.events();
@@ -274,7 +459,6 @@ impl Watchdog {
                 }
             }
         }
-        let limit = self.deadline;
         Outcome {
             runtime: RuntimeVerdict::TimedOut { limit },
             calls: request

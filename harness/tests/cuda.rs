@@ -55,7 +55,7 @@ fn upload_passes_every_dtype_owned_and_strided() {
             // The stream was asked, not skipped: completion is judged.
             assert!(
                 !judgement
-                    .unchecked
+                    .unchecked()
                     .iter()
                     .any(|item| item.rule == Rule::Completion && !case.is_empty()),
                 "{judgement:?}"

@@ -218,7 +218,7 @@ fn a_wrong_value_fails_the_case_with_a_precise_message() {
     let case = Case::from_values(vec![2, 2], vec![1.5_f32, 2.0, 3.0, 4.0]).unwrap();
     let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
     assert_eq!(judgement.rules(), vec![Rule::Values]);
-    let message = &judgement.violations[0].message;
+    let message = &judgement.violations()[0].message;
     assert!(message.starts_with("1 of 4 elements differ; first at [0, 0] (element 0): expected 1.5 (0x3fc00000), actual 1.5000001 (0x3fc00001)"), "{message}");
 }
 

@@ -245,9 +245,10 @@ impl SuiteFuzzer {
             };
             self.stats.cases += 1;
             let violations: Vec<Violation> = judgement
-                .violations
-                .into_iter()
+                .violations()
+                .iter()
                 .filter(|violation| self.suite.level.includes(violation.rule))
+                .cloned()
                 .collect();
             if !violations.is_empty() {
                 return Err(FuzzFailure::Broke {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tenferro_transfer_harness::{Judgement, Violation};
+use tenferro_transfer_harness::Rule;
 
 use super::{ProviderSuite, RouteRun};
 use crate::generated::{GeneratedOptions, REPLAY_ENV, SEED_ENV, generate, shell_quote};
@@ -26,7 +26,7 @@ impl ProviderSuite {
         };
         let options = GeneratedOptions {
             seed: Some(run.seed),
-            deadline: self.deadline,
+            deadline: run.deadline.clone(),
             regressions: self.regressions_file(run.name),
             ..GeneratedOptions::new(run.profile)
         };
@@ -53,19 +53,29 @@ impl ProviderSuite {
             generation.cases, run.profile, generation.seed
         );
         let Some(found) = generation.failure else {
-            return self.judged_record(
+            // One record for the whole run: a rule counts as checked where
+            // any generated case checked it, and never otherwise.
+            let outcome = match generation.summed {
+                Some(summed) => summed,
+                None => CaseOutcome::Skipped {
+                    reason: generation
+                        .skipped
+                        .unwrap_or_else(|| "no generated case could run on this route".to_owned()),
+                },
+            };
+            let mut record = CaseRecord::new(
                 run.name,
                 origin,
                 RowHead {
                     layout: summary,
                     ..base
                 },
-                Judgement {
-                    unchecked: generation.unchecked,
-                    ..Judgement::default()
-                },
-                Some(run.honesty_unchecked),
+                self.in_level(outcome),
             );
+            record
+                .outcome
+                .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
+            return record;
         };
         let shown = found.shown();
         let json = shown.recipe.to_json();
@@ -86,36 +96,16 @@ impl ProviderSuite {
             self.cargo_test(),
             run.name
         );
-        let decorate = |message: &str| match &note {
-            None => format!("{message}\n  {replay}"),
-            Some(note) => format!(
-                "{message}\n  {note}\n  {replay} (the case alone may pass: it did on replay)"
-            ),
-        };
-        let outcome = match &shown.outcome {
-            CaseOutcome::NotSetUp { message } => CaseOutcome::NotSetUp {
-                message: decorate(message),
-            },
-            outcome => {
-                let violations: Vec<Violation> = outcome
-                    .violations()
-                    .iter()
-                    .map(|violation| Violation {
-                        rule: violation.rule,
-                        message: decorate(&violation.message),
-                    })
-                    .collect();
-                let (violations, mut unchecked) = self.within_level(violations);
-                // What the failing case left unjudged stays unjudged: a
-                // rule its failure does not name was not thereby checked.
-                unchecked.extend(outcome.unchecked().iter().cloned());
-                CaseOutcome::judged(Judgement {
-                    violations,
-                    unchecked,
-                    ..Judgement::default()
-                })
-            }
-        };
+        // The failing case's own outcome: what it broke, and exactly what
+        // its judgement checked, with the line that replays it.
+        let outcome = self
+            .in_level(shown.outcome.clone())
+            .annotated(|message| match &note {
+                None => format!("{message}\n  {replay}"),
+                Some(note) => format!(
+                    "{message}\n  {note}\n  {replay} (the case alone may pass: it did on replay)"
+                ),
+            });
         CaseRecord::new(run.name, origin, head, outcome)
     }
 }

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile};
-use tenferro_transfer_harness::{DEFAULT_DEADLINE, HarnessError, Route, Rule};
+use tenferro_transfer_harness::{
+    DEFAULT_DEADLINE, HarnessError, Route, RouteDeadline, Rule, Settings,
+};
 
 mod fuzz;
 mod generated_row;
@@ -24,10 +26,10 @@ mod verdict;
 
 pub use fuzz::{FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, SuiteFuzzer};
 pub use shared_run::{NEXTEST_RUN_ID_ENV, REPORT_FILE_ENV};
-pub use verdict::{NO_SKIP_ENV, RuleVerdict};
+pub use tenferro_transfer_harness::settings::NO_SKIP_ENV;
+pub use verdict::RuleVerdict;
 
 use crate::Level;
-use crate::generated::REPLAY_ENV;
 use crate::report::Report;
 use verdict::check_rule;
 
@@ -45,6 +47,9 @@ struct RouteRun<'a> {
     honesty_unchecked: &'a str,
     /// The route's declared capabilities.
     capabilities: &'a Capabilities,
+    /// The route's deadline, shared by every phase: once the provider has
+    /// hung, later cases do not each wait a whole deadline.
+    deadline: &'a RouteDeadline,
 }
 
 /// The error a provider factory may return.
@@ -265,9 +270,13 @@ impl ProviderSuite {
     /// Never panics: a route, provider or case that cannot be set up is a
     /// failed `setup` row, a provider's panic or hang a violation.
     pub fn run(&self) -> Report {
-        match std::env::var(REPLAY_ENV) {
-            Ok(json) => self.replay(&json),
-            Err(_) => self.run_routes(None),
+        match Settings::current() {
+            Ok(settings) => match &settings.replay {
+                Some(json) => self.replay(json),
+                None => self.run_routes(None),
+            },
+            // Every route's rule tests fail, naming the setting.
+            Err(error) => self.run_routes(Some(Err(error))),
         }
     }
 
@@ -286,10 +295,10 @@ impl ProviderSuite {
     ///     Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
     /// });
     /// let report = suite.replay(r#"{"dtype":"C64","shape":[1,1],"layout":{"kind":"owned"},"seed":0,"specials":0}"#);
-    /// assert_eq!((report.summary.passed, report.summary.failed), (1, 0));
+    /// assert_eq!((report.summary().passed, report.summary().failed), (1, 0));
     /// ```
     pub fn replay(&self, recipe: &str) -> Report {
-        self.run_routes(Some(recipe))
+        self.run_routes(Some(Ok(recipe)))
     }
 
     /// The verdict of `rule` on the route called `route` in `report` (a
@@ -421,7 +430,7 @@ impl ProviderSuite {
                     route,
                     rule.id().replace('-', "_")
                 );
-                if std::env::var(NO_SKIP_ENV).is_ok_and(|value| value == "1") {
+                if Settings::current().is_ok_and(|settings| settings.no_skip) {
                     panic!("{text} ({NO_SKIP_ENV}=1 turns skips into failures)");
                 }
                 use std::io::Write as _;

@@ -5,12 +5,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use tenferro_transfer_harness::{Judgement, Violation};
+use tenferro_transfer_harness::Rule;
 
 use super::{ProviderSuite, RouteRun};
-use crate::concurrency::{Call, ConcurrencyOptions, Pressure, drive, replay_alone};
-use crate::record::{CaseOutcome, CaseRecord, Origin};
-use crate::report::{RowHead, SETUP};
+use crate::concurrency::{Call, ConcurrencyOptions, drive, replay_alone};
+use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 
 /// How many failing calls get a row of their own, beyond one per rule
 /// broken (every rule broken always gets one).
@@ -25,7 +24,7 @@ impl ProviderSuite {
         let origin = Origin::Concurrent { seed: run.seed };
         let options = ConcurrencyOptions {
             seed: run.seed,
-            deadline: self.deadline,
+            deadline: run.deadline.clone(),
             ..ConcurrencyOptions::for_profile(run.profile)
         };
         let summary = format!(
@@ -57,19 +56,32 @@ impl ProviderSuite {
         };
         let failing: Vec<&Call> = pressure.failures().collect();
         if failing.is_empty() {
-            return vec![self.judged_record(
+            // One record for every call: a rule counts as checked where any
+            // call checked it, and never otherwise.
+            let outcome = CaseOutcome::summed(pressure.calls.iter().map(|call| &call.outcome))
+                .unwrap_or_else(|| CaseOutcome::Skipped {
+                    reason: pressure
+                        .calls
+                        .iter()
+                        .find_map(|call| match &call.outcome {
+                            CaseOutcome::Skipped { reason } => Some(reason.clone()),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| "no concurrent call could run on this route".to_owned()),
+                });
+            let mut record = CaseRecord::new(
                 run.name,
                 origin,
                 RowHead {
                     layout: format!("{summary}: {} calls", pressure.calls.len()),
                     ..base
                 },
-                Judgement {
-                    unchecked: unchecked_everywhere(&pressure),
-                    ..Judgement::default()
-                },
-                Some(run.honesty_unchecked),
-            )];
+                self.in_level(outcome),
+            );
+            record
+                .outcome
+                .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
+            return vec![record];
         }
         let mut rules_listed = BTreeSet::new();
         let mut rows = Vec::new();
@@ -83,31 +95,15 @@ impl ProviderSuite {
             let alone = replay_alone(
                 run.route,
                 Arc::clone(run.provider),
-                self.deadline,
+                run.deadline,
                 &call.recipe,
             );
-            let account = pressure.account(call, &alone, run.name);
-            let outcome = match &call.judged {
-                Ok(judgement) => {
-                    let violations: Vec<Violation> = judgement
-                        .violations
-                        .iter()
-                        .map(|violation| Violation {
-                            rule: violation.rule,
-                            message: format!("{}\n  {account}", violation.message),
-                        })
-                        .collect();
-                    let (violations, unchecked) = self.within_level(violations);
-                    CaseOutcome::judged(Judgement {
-                        violations,
-                        unchecked,
-                        ..Judgement::default()
-                    })
-                }
-                Err(message) => CaseOutcome::NotSetUp {
-                    message: format!("{message}\n  {account}"),
-                },
-            };
+            let account = pressure.account(call, &alone, run.name, &self.cargo_test());
+            // The call's own outcome: what it broke and exactly what its
+            // judgement checked, with where it ran and how to replay it.
+            let outcome = self
+                .in_level(call.outcome.clone())
+                .annotated(|message| format!("{message}\n  {account}"));
             let layout = format!(
                 "{summary}; thread {} call {} repeat {}; {}{}",
                 call.thread,
@@ -120,51 +116,34 @@ impl ProviderSuite {
                     String::new()
                 }
             );
-            rows.push(CaseRecord::new(
-                run.name,
-                origin.clone(),
-                RowHead {
-                    dtype: call.recipe.dtype.clone(),
-                    shape: call.recipe.shape.clone(),
-                    layout,
-                    ..base.clone()
-                },
-                outcome,
-            ));
+            rows.push(
+                CaseRecord::new(
+                    run.name,
+                    origin.clone(),
+                    RowHead {
+                        dtype: call.recipe.dtype.clone(),
+                        shape: call.recipe.shape.clone(),
+                        layout,
+                        ..base.clone()
+                    },
+                    outcome,
+                )
+                .with_replay(&call.recipe),
+            );
         }
         rows
     }
 }
 
-/// The rule ids a failing call broke (`setup` when it could not run).
-fn broken_rules(call: &Call) -> Vec<String> {
-    match &call.judged {
-        Ok(judgement) => judgement
-            .rules()
+/// The rules a failing call broke (`None` standing for a call that could
+/// not be set up).
+fn broken_rules(call: &Call) -> Vec<Option<Rule>> {
+    match &call.outcome {
+        CaseOutcome::NotSetUp { .. } => vec![None],
+        outcome => outcome
+            .violations()
             .iter()
-            .map(|rule| rule.id().to_owned())
+            .map(|violation| Some(violation.rule))
             .collect(),
-        Err(_) => vec![SETUP.to_owned()],
     }
-}
-
-/// The rules left unchecked on every call, with the first call's reason.
-fn unchecked_everywhere(pressure: &Pressure) -> Vec<tenferro_transfer_harness::Unchecked> {
-    let mut judgements = pressure
-        .calls
-        .iter()
-        .filter_map(|call| call.judged.as_ref().ok());
-    let Some(first) = judgements.next() else {
-        return Vec::new();
-    };
-    let mut kept = first.unchecked.clone();
-    for judgement in judgements {
-        kept.retain(|item| {
-            judgement
-                .unchecked
-                .iter()
-                .any(|other| other.rule == item.rule)
-        });
-    }
-    kept
 }

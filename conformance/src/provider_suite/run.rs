@@ -8,12 +8,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use tenferro_mock_devices::PRESET_DTYPES;
-use tenferro_transfer_harness::strategy::{
-    Capabilities, PROFILE_ENV, Profile, Recipe, ValueSource,
-};
+use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ValueSource};
 use tenferro_transfer_harness::{
-    Case, HarnessError, Judgement, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK,
-    OutsideCase, Rule, Unchecked, Violation, Watchdog, panic_message,
+    Case, HarnessError, INSIDE_CAPABILITIES, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
+    MAX_EXCEEDED_RANK, OutsideCase, RouteDeadline, Rule, Settings, SettingsError, Watchdog,
+    describe_error, panic_message,
 };
 
 use super::{DeclaredRoute, ProviderSuite, RouteRun};
@@ -24,7 +23,9 @@ use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
 impl ProviderSuite {
-    pub(super) fn run_routes(&self, replay: Option<&str>) -> Report {
+    /// Run every declared route; with `replay`, only that recipe (or, for
+    /// settings the suite does not know, a failed setup of every route).
+    pub(super) fn run_routes(&self, replay: Option<Result<&str, SettingsError>>) -> Report {
         let mut records = Vec::new();
         if self.routes.is_empty() {
             records.push(self.setup_record(
@@ -40,17 +41,19 @@ impl ProviderSuite {
             for error in &self.declaration_errors {
                 records.push(self.setup_record(&declared.name, String::new(), error.clone()));
             }
-            let route_records = catch_unwind(AssertUnwindSafe(|| self.run_route(declared, replay)))
-                .unwrap_or_else(|payload| {
-                    vec![self.setup_record(
-                        &declared.name,
-                        String::new(),
-                        format!(
-                            "the suite itself panicked (a harness bug; please report it): {}",
-                            panic_message(payload.as_ref())
-                        ),
-                    )]
-                });
+            let route_records = catch_unwind(AssertUnwindSafe(|| {
+                self.run_route(declared, replay.clone())
+            }))
+            .unwrap_or_else(|payload| {
+                vec![self.setup_record(
+                    &declared.name,
+                    String::new(),
+                    format!(
+                        "the suite itself panicked (a harness bug; please report it): {}",
+                        panic_message(payload.as_ref())
+                    ),
+                )]
+            });
             records.extend(route_records);
         }
         Report::from_records(records)
@@ -90,17 +93,23 @@ impl ProviderSuite {
         }
     }
 
-    /// The profile in force: the environment's, else the declared one.
+    /// The profile in force: the settings', else the declared one.
     pub(super) fn profile_in_force(&self) -> Result<Profile, HarnessError> {
-        match std::env::var(PROFILE_ENV) {
-            Ok(_) => Profile::from_env(),
-            Err(_) => Ok(self.profile),
-        }
+        Ok(Settings::current()?.profile.unwrap_or(self.profile))
     }
 
-    fn run_route(&self, declared: &DeclaredRoute, replay: Option<&str>) -> Vec<CaseRecord> {
+    fn run_route(
+        &self,
+        declared: &DeclaredRoute,
+        replay: Option<Result<&str, SettingsError>>,
+    ) -> Vec<CaseRecord> {
         let name = declared.name.as_str();
         let setup = |label: String, message: String| vec![self.setup_record(name, label, message)];
+        let replay = match replay {
+            Some(Err(error)) => return setup(String::new(), error.to_string()),
+            Some(Ok(json)) => Some(json),
+            None => None,
+        };
         if !is_identifier(name) {
             return setup(
                 String::new(),
@@ -130,10 +139,13 @@ impl ProviderSuite {
                     },
                 )];
             }
+            Ok(Err(error @ HarnessError::DeviceRequired { .. })) => {
+                return setup(String::new(), describe_error(&error));
+            }
             Ok(Err(error)) => {
                 return setup(
                     String::new(),
-                    format!("the route could not be built: {error}"),
+                    format!("the route could not be built: {}", describe_error(&error)),
                 );
             }
             Err(panic) => {
@@ -147,17 +159,29 @@ impl ProviderSuite {
         let provider = match guarded(|| (declared.provider)(&route)) {
             Ok(Ok(provider)) => provider,
             Ok(Err(error)) => {
-                return setup(label, format!("the provider could not be built: {error}"));
+                return setup(
+                    label,
+                    format!(
+                        "the provider could not be built: {}",
+                        describe_error(&*error)
+                    ),
+                );
             }
             Err(panic) => return setup(label, format!("building the provider panicked: {panic}")),
         };
         let profile = match self.profile_in_force() {
             Ok(profile) => profile,
-            Err(error) => return setup(label, error.to_string()),
+            Err(error) => return setup(label, describe_error(&error)),
         };
-        let mut rig = match Watchdog::new(route.clone(), Arc::clone(&provider), self.deadline) {
+        let deadline = RouteDeadline::new(self.deadline);
+        let mut rig = match Watchdog::new(route.clone(), Arc::clone(&provider), deadline.clone()) {
             Ok(rig) => rig,
-            Err(error) => return setup(label, format!("the rig could not be built: {error}")),
+            Err(error) => {
+                return setup(
+                    label,
+                    format!("the rig could not be built: {}", describe_error(&error)),
+                );
+            }
         };
         let capabilities = declared.capabilities.as_ref().unwrap_or(&self.capabilities);
         if capabilities.dtypes.is_empty() {
@@ -168,14 +192,14 @@ impl ProviderSuite {
         }
         let outside = match capabilities.outside_cases() {
             Ok(outside) => outside,
-            Err(error) => return setup(label, error.to_string()),
+            Err(error) => return setup(label, describe_error(&error)),
         };
         let honesty_unchecked = if outside.is_empty() {
             format!(
                 "the declared capabilities cover every case the suite can draw (every preset dtype, every kind of view, a maximum rank of at least {MAX_EXCEEDED_RANK}, {MAX_EXCEEDED_ELEMENTS} elements and {MAX_EXCEEDED_BYTES} bytes), so there is nothing to refuse"
             )
         } else {
-            "the case is inside the declared capabilities".to_owned()
+            INSIDE_CAPABILITIES.to_owned()
         };
         if let Some(json) = replay {
             let parsed = json.parse::<Recipe>().and_then(|recipe| {
@@ -209,7 +233,7 @@ impl ProviderSuite {
         .with_env_seed()
         {
             Ok(options) => options.seed.unwrap_or_else(drawn_seed),
-            Err(error) => return setup(label, error.to_string()),
+            Err(error) => return setup(label, describe_error(&error)),
         };
         let mut rows = Vec::new();
         for recipe in fixed_recipes(capabilities, profile) {
@@ -222,7 +246,7 @@ impl ProviderSuite {
                         Origin::Fixed,
                         self.head(name, label.clone()),
                         CaseOutcome::NotSetUp {
-                            message: error.to_string(),
+                            message: describe_error(&error),
                         },
                     ));
                     continue;
@@ -243,6 +267,7 @@ impl ProviderSuite {
             seed,
             honesty_unchecked: &honesty_unchecked,
             capabilities,
+            deadline: &deadline,
         };
         rows.push(self.generated_row(&run));
         rows.extend(self.pressure_rows(&run));
@@ -269,31 +294,23 @@ impl ProviderSuite {
         rows
     }
 
-    /// `violations` split into those of rules of the pinned level, and the
-    /// rules outside it, reported as not checked.
-    pub(super) fn within_level(
-        &self,
-        violations: Vec<Violation>,
-    ) -> (Vec<Violation>, Vec<Unchecked>) {
+    /// `outcome` with only the rules of the pinned level judged: a rule
+    /// outside it is reported as not checked, its violations dropped.
+    pub(super) fn in_level(&self, outcome: CaseOutcome) -> CaseOutcome {
         let level = self.level;
-        let (kept, dropped): (Vec<_>, Vec<_>) = violations
-            .into_iter()
-            .partition(|violation| level.includes(violation.rule));
-        let unchecked = dropped
-            .into_iter()
-            .map(|violation| Unchecked {
-                rule: violation.rule,
-                reason: format!("not part of the pinned level {level}"),
-            })
-            .collect();
-        (kept, unchecked)
+        outcome.restricted(
+            |rule| level.includes(rule),
+            &format!("not part of the pinned level {level}"),
+        )
     }
 
-    /// The record of one run of the runner: a judged case as
-    /// [`judged_record`](Self::judged_record) makes it, a skip with the
-    /// reason where the route cannot run the case here (a layout the device
-    /// does not stage, say), a failed setup where the harness could not
-    /// run it.
+    /// The record of one run of the runner, through the one conversion
+    /// (`CaseRun::into_record`): judged, skipped with the reason where the
+    /// route cannot run the case here (a layout the device does not stage,
+    /// say), not set up where the harness could not run it. Rules outside
+    /// the pinned level are not checked, and `honesty_unchecked`, when
+    /// given, says why `capability-honesty` was not checked on a case
+    /// inside the capabilities.
     pub(super) fn case_record(
         &self,
         route: &str,
@@ -302,50 +319,14 @@ impl ProviderSuite {
         run: CaseRun,
         honesty_unchecked: Option<&str>,
     ) -> CaseRecord {
-        match run {
-            CaseRun::Judged(judgement, _) => {
-                self.judged_record(route, origin, head, judgement, honesty_unchecked)
-            }
-            CaseRun::Skipped(reason) => {
-                CaseRecord::new(route, origin, head, CaseOutcome::Skipped { reason })
-            }
-            CaseRun::NotRun(error) => CaseRecord::new(
-                route,
-                origin,
-                head,
-                CaseOutcome::NotSetUp {
-                    message: error.to_string(),
-                },
-            ),
+        let mut record = run.into_record(route, origin, head);
+        record.outcome = self.in_level(record.outcome);
+        if let Some(reason) = honesty_unchecked {
+            record
+                .outcome
+                .explain_unchecked(Rule::CapabilityHonesty, reason);
         }
-    }
-
-    /// A record of a judgement, with the rules outside the pinned level
-    /// reported as not checked, and `capability-honesty` marked unchecked
-    /// (for `honesty_unchecked`'s reason) on a case inside the capabilities.
-    pub(super) fn judged_record(
-        &self,
-        route: &str,
-        origin: Origin,
-        head: RowHead,
-        mut judgement: Judgement,
-        honesty_unchecked: Option<&str>,
-    ) -> CaseRecord {
-        let (kept, unchecked) = self.within_level(std::mem::take(&mut judgement.violations));
-        judgement.violations = kept;
-        judgement.unchecked.extend(unchecked);
-        if let Some(reason) = honesty_unchecked
-            && !judgement
-                .unchecked
-                .iter()
-                .any(|item| item.rule == Rule::CapabilityHonesty)
-        {
-            judgement.unchecked.push(Unchecked {
-                rule: Rule::CapabilityHonesty,
-                reason: reason.to_owned(),
-            });
-        }
-        CaseRecord::judged(route, origin, head, judgement)
+        record
     }
 }
 

@@ -25,17 +25,19 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use tenferro_transfer_harness::Settings;
+
 use super::ProviderSuite;
 use crate::record::CaseRecord;
 use crate::report::{Report, ReportFormat};
 
 /// Set by nextest in every test process: one id per `cargo nextest run`.
-pub const NEXTEST_RUN_ID_ENV: &str = "NEXTEST_RUN_ID";
+pub use tenferro_transfer_harness::settings::NEXTEST_RUN_ID_ENV;
 
 /// A path to write the whole report to, after the suite's run in a test
 /// binary: JSON for `.json`, the Markdown matrix for `.md`, JUnit XML for
 /// `.xml`, the table otherwise.
-pub const REPORT_FILE_ENV: &str = "TRANSFER_CONFORMANCE_REPORT";
+pub use tenferro_transfer_harness::settings::REPORT_FILE_ENV;
 
 /// Kept reports older than this are removed when a new one is written.
 const KEEP: Duration = Duration::from_secs(24 * 60 * 60);
@@ -49,7 +51,10 @@ impl ProviderSuite {
     /// With [`REPORT_FILE_ENV`] set, the process that ran the suite also
     /// writes the whole report to that file.
     pub fn shared_run(&self) -> Report {
-        let Ok(run_id) = std::env::var(NEXTEST_RUN_ID_ENV) else {
+        let run_id = Settings::current()
+            .ok()
+            .and_then(|settings| settings.nextest_run_id.clone());
+        let Some(run_id) = run_id else {
             let report = self.run();
             write_report_file(&report);
             return report;
@@ -124,10 +129,12 @@ impl ProviderSuite {
 /// Write `report` to [`REPORT_FILE_ENV`]'s path, when it is set; a failure
 /// to write is said on stderr (the tests' verdicts do not depend on it).
 fn write_report_file(report: &Report) {
-    let Some(path) = std::env::var_os(REPORT_FILE_ENV) else {
+    let Some(path) = Settings::current()
+        .ok()
+        .and_then(|settings| settings.report_file.clone())
+    else {
         return;
     };
-    let path = PathBuf::from(path);
     let format = match path.extension().and_then(|extension| extension.to_str()) {
         Some("json") => ReportFormat::Json,
         Some("md") => ReportFormat::Markdown,
@@ -159,16 +166,16 @@ fn sanitize(text: &str) -> String {
         .collect()
 }
 
-/// A hash of every setting that changes a run.
+/// A hash of every setting that changes a run: the suite's own (read once,
+/// by [`Settings::current`]) and tenferro's `TENFERRO_*` variables.
 fn settings_hash() -> u64 {
-    let mut settings: Vec<(String, String)> = std::env::vars()
-        .filter(|(name, _)| {
-            name.starts_with("TRANSFER_CONFORMANCE_") || name.starts_with("TENFERRO_")
-        })
+    let mut tenferro: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| name.starts_with("TENFERRO_"))
         .collect();
-    settings.sort();
+    tenferro.sort();
     let mut hasher = DefaultHasher::new();
-    settings.hash(&mut hasher);
+    format!("{:?}", Settings::current()).hash(&mut hasher);
+    tenferro.hash(&mut hasher);
     hasher.finish()
 }
 

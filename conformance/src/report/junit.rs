@@ -7,8 +7,11 @@ use std::io;
 use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 
+use tenferro_transfer_harness::Rule;
+
 use super::text::{Counted, one_line, truncate};
 use super::{CaseResult, Report, ReportError, Verdict};
+use crate::record::CaseRecord;
 
 /// The `message` attribute of a failure is cut to this many characters; the
 /// element's text holds every message whole.
@@ -37,38 +40,44 @@ fn attribute(text: &str) -> String {
 struct Suite<'a> {
     provider: &'a str,
     route: &'a str,
-    cases: Vec<&'a CaseResult>,
+    cases: Vec<(&'a CaseRecord, &'a CaseResult)>,
 }
 
 impl Suite<'_> {
-    fn count(&self, pick: impl Fn(&CaseResult) -> bool) -> usize {
-        self.cases.iter().filter(|row| pick(row)).count()
+    fn count(&self, pick: impl Fn(&CaseRecord) -> bool) -> usize {
+        self.cases.iter().filter(|(record, _)| pick(record)).count()
     }
 }
 
 fn suites(report: &Report) -> Vec<Suite<'_>> {
     let mut suites: Vec<Suite<'_>> = Vec::new();
-    for row in &report.results {
+    for (record, row) in report.entries() {
         match suites
             .iter_mut()
             .find(|suite| suite.provider == row.provider && suite.route == row.route)
         {
-            Some(suite) => suite.cases.push(row),
+            Some(suite) => suite.cases.push((record, row)),
             None => suites.push(Suite {
                 provider: &row.provider,
                 route: &row.route,
-                cases: vec![row],
+                cases: vec![(record, row)],
             }),
         }
     }
     suites
 }
 
-fn is_failure(row: &CaseResult) -> bool {
-    row.verdict == Verdict::Fail && !row.is_setup_failure()
+/// A case that broke a rule (a case not set up is an error instead).
+fn is_failure(record: &CaseRecord) -> bool {
+    !record.outcome.violations().is_empty()
 }
 
-fn write_case(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>, row: &CaseResult) -> io::Result<()> {
+fn write_case(
+    writer: &mut Writer<Vec<u8>>,
+    suite: &Suite<'_>,
+    record: &CaseRecord,
+    row: &CaseResult,
+) -> io::Result<()> {
     let name = xml_safe(&format!("{} {:?} {}", row.dtype, row.shape, row.layout));
     let classname = xml_safe(&format!("{}.{}", suite.provider, suite.route));
     let element = writer
@@ -100,7 +109,7 @@ fn write_case(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>, row: &CaseResult)
                     .write_empty()?;
             }
             Verdict::Fail => {
-                let tag = if row.is_setup_failure() {
+                let tag = if record.outcome.is_not_set_up() {
                     "error"
                 } else {
                     "failure"
@@ -146,14 +155,25 @@ fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>) -> io::Result<()
     let name = xml_safe(&format!("{} on {}", suite.provider, suite.route));
     let tests = suite.cases.len().to_string();
     let failures = suite.count(is_failure).to_string();
-    let errors = suite.count(CaseResult::is_setup_failure).to_string();
-    let skipped = suite.count(|row| row.verdict == Verdict::Skip).to_string();
+    let errors = suite
+        .count(|record| record.outcome.is_not_set_up())
+        .to_string();
+    let skipped = suite
+        .count(|record| record.outcome.verdict() == Verdict::Skip)
+        .to_string();
     // Rules left unchecked on every judged case of the suite.
-    let judged: Vec<&&CaseResult> = suite.cases.iter().filter(|row| row.was_judged()).collect();
+    let judged: Vec<&CaseRecord> = suite
+        .cases
+        .iter()
+        .map(|(record, _)| *record)
+        .filter(|record| record.outcome.is_judged())
+        .collect();
     let mut unchecked = Counted::default();
-    for row in &judged {
-        for item in &row.unchecked {
-            unchecked.add(item.rule.id());
+    for record in &judged {
+        for rule in Rule::ALL {
+            if !record.outcome.checked(rule) {
+                unchecked.add(rule.id());
+            }
         }
     }
     let everywhere: Vec<&str> = unchecked
@@ -189,8 +209,8 @@ fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>) -> io::Result<()
                     }
                     Ok(())
                 })?;
-            for row in &suite.cases {
-                write_case(writer, suite, row)?;
+            for (record, row) in &suite.cases {
+                write_case(writer, suite, record, row)?;
             }
             Ok(())
         })?;
@@ -211,20 +231,20 @@ impl Report {
     pub fn to_junit(&self) -> Result<String, ReportError> {
         let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
         let suites = suites(self);
-        let tests = self.results.len().to_string();
+        let tests = self.records().len().to_string();
         let failures = self
-            .results
+            .records()
             .iter()
-            .filter(|row| is_failure(row))
+            .filter(|record| is_failure(record))
             .count()
             .to_string();
         let errors = self
-            .results
+            .records()
             .iter()
-            .filter(|row| row.is_setup_failure())
+            .filter(|record| record.outcome.is_not_set_up())
             .count()
             .to_string();
-        let skipped = self.summary.skipped.to_string();
+        let skipped = self.summary().skipped.to_string();
         writer
             .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
             .map_err(ReportError::Xml)?;

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::matrix::{Mark, RuleMatrix, RuleTally};
 use super::text::{Counted, one_line, truncate};
 use super::{CaseResult, Report, RunOutcome, Verdict};
+use crate::record::CaseRecord;
 
 /// At most this many failing cases are listed under the matrix.
 const MAX_LISTED_FAILURES: usize = 50;
@@ -132,9 +133,9 @@ fn write_verdict(out: &mut String, report: &Report) {
         _ => "NOTHING CHECKED",
     };
     let setup = report
-        .results
+        .records()
         .iter()
-        .filter(|row| row.is_setup_failure())
+        .filter(|record| record.outcome.is_not_set_up())
         .count();
     let setup_note = if setup > 0 {
         format!(" ({} could not be set up)", plural(setup, "case", "cases"))
@@ -144,10 +145,10 @@ fn write_verdict(out: &mut String, report: &Report) {
     let _ = writeln!(
         out,
         "**{verdict}**: {}: {} passed, {} failed{setup_note}, {} skipped.\n",
-        plural(report.results.len(), "case", "cases"),
-        report.summary.passed,
-        report.summary.failed,
-        report.summary.skipped
+        plural(report.rows().len(), "case", "cases"),
+        report.summary().passed,
+        report.summary().failed,
+        report.summary().skipped
     );
 }
 
@@ -263,10 +264,9 @@ fn case_title(row: &CaseResult) -> String {
 }
 
 fn write_failures(out: &mut String, report: &Report) {
-    let failed: Vec<&CaseResult> = report
-        .results
-        .iter()
-        .filter(|row| row.verdict == Verdict::Fail)
+    let failed: Vec<(&CaseRecord, &CaseResult)> = report
+        .entries()
+        .filter(|(_, row)| row.verdict == Verdict::Fail)
         .collect();
     if failed.is_empty() {
         return;
@@ -276,8 +276,12 @@ fn write_failures(out: &mut String, report: &Report) {
         "### Failures ({})\n",
         plural(failed.len(), "case", "cases")
     );
-    for row in failed.iter().take(MAX_LISTED_FAILURES) {
-        let symbol = if row.is_setup_failure() { SETUP } else { FAIL };
+    for (record, row) in failed.iter().take(MAX_LISTED_FAILURES) {
+        let symbol = if record.outcome.is_not_set_up() {
+            SETUP
+        } else {
+            FAIL
+        };
         let _ = writeln!(out, "- {symbol} {}", case_title(row));
         let lines: Vec<String> = row
             .violations
@@ -334,7 +338,7 @@ fn write_unchecked(out: &mut String, report: &Report) {
 
 fn write_skipped(out: &mut String, report: &Report) {
     let mut reasons = Counted::default();
-    for row in &report.results {
+    for row in report.rows() {
         if let Some(reason) = &row.skip_reason {
             reasons.add(reason);
         }
@@ -345,7 +349,7 @@ fn write_skipped(out: &mut String, report: &Report) {
     let _ = writeln!(
         out,
         "### Skipped ({})\n",
-        plural(report.summary.skipped, "case", "cases")
+        plural(report.summary().skipped, "case", "cases")
     );
     for (reason, count) in reasons.iter() {
         let _ = writeln!(out, "- {} ({count})", escape(reason));

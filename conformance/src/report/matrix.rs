@@ -11,7 +11,8 @@
 use tenferro_transfer_harness::Rule;
 
 use super::text::Counted;
-use super::{CaseResult, Report};
+use super::{Report, Verdict};
+use crate::record::{CaseOutcome, CaseRecord};
 
 /// The status of one rule on one cell (or on a group of cells).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
@@ -78,20 +79,16 @@ impl RuleTally {
         self.not_run += other.not_run;
     }
 
-    fn count(&mut self, row: &CaseResult, rule: &str) {
+    fn count(&mut self, outcome: &CaseOutcome, rule: Rule) {
         self.cases += 1;
-        if !row.was_judged() {
+        if !outcome.is_judged() {
             self.not_run += 1;
-        } else if row
-            .violations
-            .iter()
-            .any(|violation| violation.rule == rule)
-        {
+        } else if outcome.breaks(rule) {
             self.violated += 1;
-        } else if row.unchecked.iter().any(|item| item.rule.id() == rule) {
-            self.unchecked += 1;
-        } else {
+        } else if outcome.checked(rule) {
             self.held += 1;
+        } else {
+            self.unchecked += 1;
         }
     }
 }
@@ -128,7 +125,7 @@ impl RouteMatrix {
 /// The whole matrix of a report.
 #[derive(Clone, Debug, Eq, PartialEq)]
 pub struct RuleMatrix {
-    /// Rule ids, in catalogue order, then any other id a violation names.
+    /// Rule ids, in catalogue order.
     pub rules: Vec<String>,
     /// Dtype columns, in order of first appearance.
     pub dtypes: Vec<String>,
@@ -137,21 +134,17 @@ pub struct RuleMatrix {
 }
 
 impl RuleMatrix {
-    /// The matrix of `report`.
+    /// The matrix of `report`, computed from its records.
     pub fn new(report: &Report) -> Self {
-        let mut rules: Vec<String> = Rule::ALL.iter().map(|rule| rule.id().to_owned()).collect();
+        let rules: Vec<Rule> = Rule::ALL.to_vec();
         let mut dtypes: Vec<String> = Vec::new();
         let mut keys: Vec<(&str, &str)> = Vec::new();
-        for row in &report.results {
-            for violation in &row.violations {
-                if violation.rule != super::SETUP && !rules.contains(&violation.rule) {
-                    rules.push(violation.rule.clone());
-                }
+        for record in report.records() {
+            let head = &record.head;
+            if !dtypes.contains(&head.dtype) {
+                dtypes.push(head.dtype.clone());
             }
-            if !dtypes.contains(&row.dtype) {
-                dtypes.push(row.dtype.clone());
-            }
-            let key = (row.provider.as_str(), row.route.as_str());
+            let key = (head.provider.as_str(), head.route.as_str());
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -166,25 +159,26 @@ impl RuleMatrix {
                     setup_failures: vec![0; dtypes.len()],
                     skipped: vec![0; dtypes.len()],
                 };
-                for row in report
-                    .results
-                    .iter()
-                    .filter(|row| row.provider == provider && row.route == route)
-                {
-                    let Some(column) = dtypes.iter().position(|dtype| *dtype == row.dtype) else {
+                let of_cell = |record: &&CaseRecord| {
+                    record.head.provider == provider && record.head.route == route
+                };
+                for record in report.records().iter().filter(of_cell) {
+                    let Some(column) = dtypes.iter().position(|dtype| *dtype == record.head.dtype)
+                    else {
                         continue;
                     };
                     for (rule, cells) in rules.iter().zip(&mut matrix.cells) {
-                        cells[column].count(row, rule);
+                        cells[column].count(&record.outcome, *rule);
                     }
-                    matrix.setup_failures[column] += usize::from(row.is_setup_failure());
-                    matrix.skipped[column] += usize::from(row.verdict == super::Verdict::Skip);
+                    matrix.setup_failures[column] += usize::from(record.outcome.is_not_set_up());
+                    matrix.skipped[column] +=
+                        usize::from(record.outcome.verdict() == Verdict::Skip);
                 }
                 matrix
             })
             .collect();
         Self {
-            rules,
+            rules: rules.iter().map(|rule| rule.id().to_owned()).collect(),
             dtypes,
             routes,
         }
@@ -224,23 +218,26 @@ pub(crate) struct UncheckedRule {
 }
 
 impl Report {
-    /// Every rule left unchecked on at least one judged case, in the
-    /// matrix's rule order.
+    /// Every rule left unchecked on at least one judged case, in
+    /// catalogue order.
     pub(crate) fn unchecked_rules(&self) -> Vec<UncheckedRule> {
-        let judged: Vec<&CaseResult> = self.results.iter().filter(|row| row.was_judged()).collect();
-        self.rule_matrix()
-            .rules
+        let judged: Vec<&CaseRecord> = self
+            .records()
+            .iter()
+            .filter(|record| record.outcome.is_judged())
+            .collect();
+        Rule::ALL
             .into_iter()
             .filter_map(|rule| {
                 let mut reasons = Counted::default();
-                for row in &judged {
-                    if let Some(item) = row.unchecked.iter().find(|item| item.rule.id() == rule) {
-                        reasons.add(&item.reason);
+                for record in &judged {
+                    if let Some(reason) = record.outcome.why_unchecked(rule) {
+                        reasons.add(reason);
                     }
                 }
                 let cases: usize = reasons.iter().map(|(_, count)| count).sum();
                 (cases > 0).then_some(UncheckedRule {
-                    rule,
+                    rule: rule.id().to_owned(),
                     reasons,
                     cases,
                     judged: judged.len(),

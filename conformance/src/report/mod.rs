@@ -12,27 +12,18 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-use tenferro_transfer_harness::{Judgement, Unchecked, Violation};
+use serde::{Deserialize, Serialize, Serializer};
+use tenferro_transfer_harness::{Unchecked, Violation};
 
-use crate::record::CaseRecord;
+use crate::record::{CaseOutcome, CaseRecord};
 
+pub use crate::record::{RowHead, Verdict};
 pub use matrix::{Mark, RouteMatrix, RuleMatrix, RuleTally};
 
-/// A case's verdict.
-#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Every checked rule held.
-    Pass,
-    /// At least one rule was broken, or the case could not run.
-    Fail,
-    /// The case was not run; the reason is in the row. Never a pass.
-    Skip,
-}
-
 /// The rule id a [`ViolationRow`] carries when the harness itself could not
-/// run the case: a setup failure, not a rule the provider broke.
+/// run the case (a [`CaseOutcome::NotSetUp`] record): a setup failure, not
+/// a rule the provider broke. Only the renderings write it; nothing reads
+/// it back.
 pub const SETUP: &str = "setup";
 
 /// One violation in a report row: the rule id (or [`SETUP`] when the harness
@@ -54,8 +45,10 @@ impl From<&Violation> for ViolationRow {
     }
 }
 
-/// One case of the report.
+/// One row of the report, as the JSON writes it: computed from a
+/// [`CaseRecord`], never built on its own.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CaseResult {
     /// Provider name.
     pub provider: String,
@@ -85,130 +78,40 @@ pub struct CaseResult {
     pub replay: Option<String>,
 }
 
-impl CaseResult {
-    /// A row from the oracle's judgement.
-    pub fn judged(head: RowHead, judgement: Judgement) -> Self {
-        let verdict = if judgement.passed() {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
-        };
-        Self {
-            violations: judgement
-                .violations
-                .iter()
-                .map(ViolationRow::from)
-                .collect(),
-            unchecked: judgement.unchecked,
-            expected_errors: judgement.expected_errors,
-            ..Self::bare(head, verdict)
-        }
+/// What failed in `outcome`, as a row writes it: each violation, or one
+/// [`SETUP`] row for a case not set up.
+pub(crate) fn violation_rows(outcome: &CaseOutcome) -> Vec<ViolationRow> {
+    match outcome {
+        CaseOutcome::NotSetUp { message } => vec![ViolationRow {
+            rule: SETUP.to_owned(),
+            message: message.clone(),
+        }],
+        judged => judged.violations().iter().map(ViolationRow::from).collect(),
     }
+}
 
-    /// A row whose verdict follows from its violations: `fail` with at
-    /// least one, `pass` with none. What a failure kept from an earlier
-    /// run (a generated case that failed once, a concurrent call) becomes.
-    pub fn from_violations(
-        head: RowHead,
-        violations: Vec<ViolationRow>,
-        unchecked: Vec<Unchecked>,
-    ) -> Self {
-        let verdict = if violations.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
-        };
-        Self {
-            violations,
-            unchecked,
-            ..Self::bare(head, verdict)
-        }
-    }
-
-    /// Make the verdict agree with the violations: a row with a violation
-    /// fails; a row marked `fail` without one gets a [`SETUP`] violation
-    /// that says so, so it fails every rule test instead of failing only
-    /// the summary.
-    fn settle(&mut self) {
-        if !self.violations.is_empty() {
-            self.verdict = Verdict::Fail;
-        } else if self.verdict == Verdict::Fail {
-            self.violations.push(ViolationRow {
-                rule: SETUP.to_owned(),
-                message: "the case was marked failed without naming a rule it broke (a harness bug; please report it); it fails every rule test so that the failure is not lost".to_owned(),
-            });
-        }
-    }
-
-    /// A row with `verdict` and nothing else.
-    fn bare(head: RowHead, verdict: Verdict) -> Self {
+impl From<&CaseRecord> for CaseResult {
+    fn from(record: &CaseRecord) -> Self {
+        let head = record.head.clone();
+        let outcome = &record.outcome;
+        let violations = violation_rows(outcome);
         Self {
             provider: head.provider,
             route: head.route,
             dtype: head.dtype,
             shape: head.shape,
             layout: head.layout,
-            verdict,
-            violations: Vec::new(),
-            unchecked: Vec::new(),
-            expected_errors: Vec::new(),
-            skip_reason: None,
-            replay: None,
+            verdict: outcome.verdict(),
+            violations,
+            unchecked: outcome.unchecked().to_vec(),
+            expected_errors: record.expected_errors.clone(),
+            skip_reason: match outcome {
+                CaseOutcome::Skipped { reason } => Some(reason.clone()),
+                _ => None,
+            },
+            replay: record.replay.clone(),
         }
     }
-
-    /// The row with the recipe that replays its case alone.
-    #[must_use]
-    pub fn with_replay(mut self, recipe: &tenferro_transfer_harness::strategy::Recipe) -> Self {
-        self.replay = Some(recipe.to_json());
-        self
-    }
-
-    /// A failed row for a case the harness could not run.
-    pub fn setup_failure(head: RowHead, message: String) -> Self {
-        Self {
-            violations: vec![ViolationRow {
-                rule: SETUP.to_owned(),
-                message,
-            }],
-            ..Self::bare(head, Verdict::Fail)
-        }
-    }
-
-    /// Whether the harness could not run this case (a [`SETUP`] violation).
-    pub fn is_setup_failure(&self) -> bool {
-        self.violations
-            .iter()
-            .any(|violation| violation.rule == SETUP)
-    }
-
-    /// Whether the oracle judged this case: it ran, and was not skipped.
-    pub fn was_judged(&self) -> bool {
-        self.verdict != Verdict::Skip && !self.is_setup_failure()
-    }
-
-    /// A skipped row.
-    pub fn skipped(head: RowHead, reason: String) -> Self {
-        Self {
-            skip_reason: Some(reason),
-            ..Self::bare(head, Verdict::Skip)
-        }
-    }
-}
-
-/// What identifies a row.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
-pub struct RowHead {
-    /// Provider name.
-    pub provider: String,
-    /// Route label.
-    pub route: String,
-    /// Dtype name.
-    pub dtype: String,
-    /// Logical shape.
-    pub shape: Vec<usize>,
-    /// Layout label.
-    pub layout: String,
 }
 
 /// Counts of verdicts.
@@ -222,7 +125,9 @@ pub struct Summary {
     pub skipped: usize,
 }
 
-/// The suite's report.
+/// The suite's report: its typed records, and the rows and summary
+/// computed from them. Nothing can be added to a report but a record, so
+/// the rows, the summary, each rule's verdict and every rendering agree.
 ///
 /// # Examples
 ///
@@ -234,69 +139,89 @@ pub struct Summary {
 /// let report = run_fixed_suite(&[*provider], &SuiteOptions::quick(&[DType::F32]));
 /// assert!(report.to_table().ends_with(&format!(
 ///     "summary: {} passed, 0 failed, 0 skipped\n",
-///     report.summary.passed
+///     report.summary().passed
 /// )));
+/// assert_eq!(report.rows().len(), report.records().len());
 /// assert!(report.to_markdown().contains("| `values` |"));
 /// assert!(report.to_junit().unwrap().starts_with("<?xml"));
 /// ```
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// One row per case.
-    pub results: Vec<CaseResult>,
-    /// Verdict counts.
-    pub summary: Summary,
-    /// The typed records the rows were computed from (a `ProviderSuite`'s
-    /// run); not part of the JSON.
-    #[serde(skip)]
+    /// The typed records, one per case.
     records: Vec<CaseRecord>,
+    /// One row per record, computed from it.
+    rows: Vec<CaseResult>,
+    /// Verdict counts of the records.
+    summary: Summary,
+}
+
+/// The JSON of a report: its rows (`results`) and its summary, as
+/// `docs/report-format.md` describes them.
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            results: &'a [CaseResult],
+            summary: Summary,
+        }
+        Json {
+            results: &self.rows,
+            summary: self.summary,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl Report {
     /// The report of `records`: one row per record, computed from it, and
-    /// the summary of their outcomes. What a `ProviderSuite`'s run returns.
+    /// the summary of their outcomes.
     pub fn from_records(records: Vec<CaseRecord>) -> Self {
-        let mut report = Report::default();
+        let mut summary = Summary::default();
         for record in &records {
-            report.push(record.row());
+            match record.outcome.verdict() {
+                Verdict::Pass => summary.passed += 1,
+                Verdict::Fail => summary.failed += 1,
+                Verdict::Skip => summary.skipped += 1,
+            }
         }
-        report.records = records;
-        report
+        let rows = records.iter().map(CaseResult::from).collect();
+        Self {
+            records,
+            rows,
+            summary,
+        }
     }
 
-    /// The typed records the rows were computed from: a `ProviderSuite`'s
-    /// run has one per row; a report built row by row (the CLI's) or read
-    /// back from JSON has none.
+    /// The typed records, one per case.
     pub fn records(&self) -> &[CaseRecord] {
         &self.records
     }
 
-    /// Add a row and count it.
-    ///
-    /// The row's verdict is made to agree with its violations first: a row
-    /// with a violation is counted as failed, and a row marked failed
-    /// without one is given a [`SETUP`] violation. So every failed row of a
-    /// report names what failed, and every failure the summary counts
-    /// fails at least one rule test.
-    pub fn push(&mut self, mut result: CaseResult) {
-        result.settle();
-        match result.verdict {
-            Verdict::Pass => self.summary.passed += 1,
-            Verdict::Fail => self.summary.failed += 1,
-            Verdict::Skip => self.summary.skipped += 1,
-        }
-        self.results.push(result);
+    /// One row per record, in the same order.
+    pub fn rows(&self) -> &[CaseResult] {
+        &self.rows
+    }
+
+    /// Each record with its row.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&CaseRecord, &CaseResult)> {
+        self.records.iter().zip(&self.rows)
+    }
+
+    /// The verdict counts.
+    pub fn summary(&self) -> Summary {
+        self.summary
     }
 
     /// Whether any case failed.
     pub fn failed(&self) -> bool {
-        self.summary.failed > 0
+        self.summary().failed > 0
     }
 
     /// What the run amounts to; the CLI's exit code follows it.
     pub fn outcome(&self) -> RunOutcome {
-        if self.summary.failed > 0 {
+        if self.summary().failed > 0 {
             RunOutcome::Failed
-        } else if self.summary.passed == 0 {
+        } else if self.summary().passed == 0 {
             RunOutcome::NothingChecked
         } else {
             RunOutcome::Passed
@@ -428,6 +353,8 @@ pub enum ReportError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Origin;
+    use tenferro_transfer_harness::Rule;
 
     fn head() -> RowHead {
         RowHead {
@@ -439,19 +366,44 @@ mod tests {
         }
     }
 
+    fn record(outcome: CaseOutcome) -> CaseRecord {
+        CaseRecord::new("p", Origin::Fixed, head(), outcome)
+    }
+
+    fn passed(unchecked: Vec<Unchecked>) -> CaseOutcome {
+        CaseOutcome::Passed {
+            checked: Rule::ALL
+                .into_iter()
+                .filter(|rule| !unchecked.iter().any(|item| item.rule == *rule))
+                .collect(),
+            unchecked,
+        }
+    }
+
     #[test]
     fn a_run_that_judged_nothing_is_not_a_pass() {
-        let mut report = Report::default();
-        assert_eq!(report.outcome(), RunOutcome::NothingChecked);
-        report.push(CaseResult::skipped(head(), "no GPU".to_owned()));
+        let mut records = Vec::new();
+        assert_eq!(
+            Report::from_records(records.clone()).outcome(),
+            RunOutcome::NothingChecked
+        );
+        records.push(record(CaseOutcome::Skipped {
+            reason: "no GPU".to_owned(),
+        }));
+        let report = Report::from_records(records.clone());
         assert_eq!(report.outcome(), RunOutcome::NothingChecked);
         assert_eq!(report.outcome().exit_code(), 3);
-        report.push(CaseResult::judged(head(), Judgement::default()));
+        records.push(record(passed(Vec::new())));
+        let report = Report::from_records(records.clone());
         assert_eq!(report.outcome(), RunOutcome::Passed);
         assert_eq!(report.outcome().exit_code(), 0);
-        report.push(CaseResult::setup_failure(head(), "no route".to_owned()));
+        records.push(record(CaseOutcome::NotSetUp {
+            message: "no route".to_owned(),
+        }));
+        let report = Report::from_records(records);
         assert_eq!(report.outcome(), RunOutcome::Failed);
         assert_eq!(report.outcome().exit_code(), 1);
+        assert_eq!(report.rows()[2].violations[0].rule, SETUP);
     }
 
     #[test]
@@ -467,16 +419,13 @@ mod tests {
 
     #[test]
     fn the_table_names_rules_checked_on_only_some_cases() {
-        let mut report = Report::default();
-        report.push(CaseResult::judged(head(), Judgement::default()));
-        let unchecked = Judgement {
-            unchecked: vec![Unchecked {
-                rule: tenferro_transfer_harness::Rule::Completion,
+        let report = Report::from_records(vec![
+            record(passed(Vec::new())),
+            record(passed(vec![Unchecked {
+                rule: Rule::Completion,
                 reason: "cannot tell".to_owned(),
-            }],
-            ..Judgement::default()
-        };
-        report.push(CaseResult::judged(head(), unchecked));
+            }])),
+        ]);
         let table = report.to_table();
         assert!(
             table.contains("not checked on some cases (never counted as a pass):\n    completion (1 of 2): cannot tell"),

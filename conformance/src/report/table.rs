@@ -65,7 +65,7 @@ impl Report {
         let mut out = String::new();
         let headers = ["provider", "route", "dtype", "shape", "layout", "verdict"];
         let rows: Vec<[String; 6]> = self
-            .results
+            .rows()
             .iter()
             .map(|row| {
                 [
@@ -101,7 +101,7 @@ impl Report {
         };
         out.push_str(&line(&headers.map(str::to_owned), Style::new()));
         out.push('\n');
-        for (row, cells) in self.results.iter().zip(&rows) {
+        for (row, cells) in self.rows().iter().zip(&rows) {
             let style = match row.verdict {
                 Verdict::Pass => palette.pass,
                 Verdict::Fail => palette.fail,
@@ -125,18 +125,18 @@ impl Report {
             }
         }
         write_unchecked(&mut out, self);
-        let failed = format!("{} failed", self.summary.failed);
-        let skipped = format!("{} skipped", self.summary.skipped);
+        let failed = format!("{} failed", self.summary().failed);
+        let skipped = format!("{} skipped", self.summary().skipped);
         let _ = writeln!(
             out,
             "\nsummary: {} passed, {}, {}",
-            self.summary.passed,
-            if self.summary.failed > 0 {
+            self.summary().passed,
+            if self.summary().failed > 0 {
                 paint(palette.fail, &failed)
             } else {
                 failed
             },
-            if self.summary.skipped > 0 {
+            if self.summary().skipped > 0 {
                 paint(palette.skip, &skipped)
             } else {
                 skipped

@@ -7,12 +7,13 @@
 //! exercises them and returns a [`SelfTestReport`].
 
 mod catalogue;
+mod faults;
 mod report;
 mod run;
 
-pub use crate::runner::install;
 pub use catalogue::{
     BrokenSpec, DeviceFaultSpec, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue, device_faults,
 };
+pub use faults::install;
 pub use report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
 pub use run::run;

@@ -13,13 +13,19 @@ use tenferro_transfer_harness::{Judgement, Rule, Violation};
 /// # Examples
 ///
 /// ```
-/// use tenferro_transfer_conformance::harness::{Judgement, Rule, Violation};
+/// use std::sync::Arc;
+/// use tenferro_transfer_conformance::harness::{Case, Oracle, Rig, Route, Rule};
+/// use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
+/// use tenferro_transfer_conformance::mock_devices::{SimDevice, SimUpload};
 /// use tenferro_transfer_conformance::selftest::CaseCheck;
 ///
-/// let judgement = Judgement {
-///     violations: vec![Violation { rule: Rule::Values, message: "element 0 differs".into() }],
-///     ..Judgement::default()
-/// };
+/// // An upload that changes the last bit of every element breaks values.
+/// let route = Route::host_to_sim().unwrap();
+/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
+/// let broken = Broken::new(Arc::new(SimUpload::new(device)), vec![Fault::OneUlp]);
+/// let mut rig = Rig::new(route.clone(), Arc::new(broken)).unwrap();
+/// let case = Case::from_values(vec![1], vec![1.5_f64]).unwrap();
+/// let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
 /// assert!(CaseCheck::of(&[Rule::Values], false, &judgement).passed());
 /// assert_eq!(CaseCheck::of(&[], false, &judgement).false_alarms.len(), 1);
 /// assert_eq!(CaseCheck::of(&[Rule::Values, Rule::Dtype], false, &judgement).missed, vec![Rule::Dtype]);
@@ -39,20 +45,34 @@ impl CaseCheck {
     /// Measure `judgement` against exactly the `expected` rules, and, when
     /// `expects_error`, an expected error.
     pub fn of(expected: &[Rule], expects_error: bool, judgement: &Judgement) -> Self {
-        let fired = judgement.rules();
+        Self::of_violations(
+            expected,
+            expects_error,
+            judgement.violations(),
+            judgement.expected_errors(),
+        )
+    }
+
+    /// [`CaseCheck::of`] on a judgement's `violations` and
+    /// `expected_errors`.
+    pub fn of_violations(
+        expected: &[Rule],
+        expects_error: bool,
+        violations: &[Violation],
+        expected_errors: &[String],
+    ) -> Self {
         Self {
             missed: expected
                 .iter()
                 .copied()
-                .filter(|rule| !fired.contains(rule))
+                .filter(|rule| !violations.iter().any(|violation| violation.rule == *rule))
                 .collect(),
-            false_alarms: judgement
-                .violations
+            false_alarms: violations
                 .iter()
                 .filter(|violation| !expected.contains(&violation.rule))
                 .cloned()
                 .collect(),
-            missing_error: expects_error && judgement.expected_errors.is_empty(),
+            missing_error: expects_error && expected_errors.is_empty(),
         }
     }
 

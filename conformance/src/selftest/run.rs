@@ -17,7 +17,7 @@ use tenferro_transfer_harness::{
 
 use super::catalogue::{SELFTEST_DEADLINE, always, catalogue, device_faults};
 use super::report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
-use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::runner::{CaseHook, CaseRun, JudgedAs, run_case};
 use crate::{BuiltinProvider, fixed_shapes};
 
 #[derive(Default)]
@@ -62,7 +62,7 @@ impl Tally {
     fn record(&mut self, plan: &Exercise<'_>, judgement: &Judgement, context: &str) -> bool {
         let check = CaseCheck::of(plan.expected, plan.expects_error, judgement);
         self.cases += 1;
-        if !judgement.expected_errors.is_empty() {
+        if !judgement.expected_errors().is_empty() {
             self.expected_errors += 1;
         } else if check.missing_error {
             self.missed += 1;
@@ -151,7 +151,13 @@ fn exercise(
                 continue;
             }
             let context = format!("{} {dtype:?} {}", route.label(), shape.name);
-            let run = run_case(&mut rig, route, &case, JudgedAs::Inside, plan.plan);
+            let run = run_case(
+                &mut rig,
+                route,
+                &case,
+                JudgedAs::Inside,
+                plan.plan.map(|plan| plan as &dyn CaseHook),
+            );
             tally.run(plan, run, &context, disagreements);
         }
     }

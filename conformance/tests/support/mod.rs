@@ -10,7 +10,8 @@ use tenferro_tensor::DType;
 use tenferro_transfer_conformance::harness::{
     Case, DEFAULT_DEADLINE, Layout, Oracle, Route, ViewAxis, ViewSpec, Watchdog,
 };
-use tenferro_transfer_conformance::{CaseResult, Report, RowHead, builtin_provider, fixed_shapes};
+use tenferro_transfer_conformance::record::{CaseOutcome, CaseRecord, Origin};
+use tenferro_transfer_conformance::{Report, RowHead, builtin_provider, fixed_shapes};
 
 /// Run one case of a built-in provider, with `faults` injected, as the suite
 /// does.
@@ -20,7 +21,7 @@ pub fn judged(
     dtype: DType,
     shape: Vec<usize>,
     layout: Layout,
-) -> CaseResult {
+) -> CaseRecord {
     let builtin = builtin_provider(builtin).unwrap();
     let route = builtin.route().unwrap();
     let inner = builtin.provider(&route).unwrap();
@@ -32,10 +33,14 @@ pub fn judged(
     let case = Case::patterned(dtype, shape, layout).unwrap();
     let mut rig = Watchdog::new(route.clone(), provider, DEFAULT_DEADLINE).unwrap();
     let outcome = rig.run(&case).unwrap();
-    CaseResult::judged(
+    let judgement = Oracle.judge(&case, &route, &outcome);
+    CaseRecord::new(
+        builtin.name,
+        Origin::Fixed,
         head(builtin.name, faults, &route, &case),
-        Oracle.judge(&case, &route, &outcome),
+        CaseOutcome::judged(&judgement),
     )
+    .with_expected_errors(judgement.expected_errors().to_vec())
 }
 
 fn provider_label(name: &str, faults: &[Fault]) -> String {
@@ -67,7 +72,7 @@ pub fn strided_view() -> (Vec<usize>, Layout) {
 
 /// A case whose view reaches past its backing: the harness refuses to build
 /// it, a real setup failure.
-pub fn setup_failure(builtin: &str, dtype: DType) -> CaseResult {
+pub fn setup_failure(builtin: &str, dtype: DType) -> CaseRecord {
     let builtin = builtin_provider(builtin).unwrap();
     let route = builtin.route().unwrap();
     let layout = Layout::View(ViewSpec {
@@ -80,7 +85,9 @@ pub fn setup_failure(builtin: &str, dtype: DType) -> CaseResult {
         permutation: Vec::new(),
     });
     let error = Case::patterned(dtype, vec![3], layout).unwrap_err();
-    CaseResult::setup_failure(
+    CaseRecord::new(
+        builtin.name,
+        Origin::Fixed,
         RowHead {
             provider: builtin.name.to_owned(),
             route: route.label(),
@@ -88,14 +95,18 @@ pub fn setup_failure(builtin: &str, dtype: DType) -> CaseResult {
             shape: vec![3],
             layout: String::new(),
         },
-        error.to_string(),
+        CaseOutcome::NotSetUp {
+            message: error.to_string(),
+        },
     )
 }
 
 /// A skipped case, as a provider's declared capabilities produce one.
-pub fn skipped(builtin: &str, dtype: DType, reason: &str) -> CaseResult {
+pub fn skipped(builtin: &str, dtype: DType, reason: &str) -> CaseRecord {
     let builtin = builtin_provider(builtin).unwrap();
-    CaseResult::skipped(
+    CaseRecord::new(
+        builtin.name,
+        Origin::Fixed,
         RowHead {
             provider: builtin.name.to_owned(),
             route: builtin.route().unwrap().label(),
@@ -103,7 +114,9 @@ pub fn skipped(builtin: &str, dtype: DType, reason: &str) -> CaseResult {
             shape: vec![7, 3],
             layout: "owned".to_owned(),
         },
-        reason.to_owned(),
+        CaseOutcome::Skipped {
+            reason: reason.to_owned(),
+        },
     )
 }
 
@@ -112,8 +125,13 @@ pub fn skipped(builtin: &str, dtype: DType, reason: &str) -> CaseResult {
 /// failure; sim-peer with err-on-valid: a no-error failure whose output
 /// rules are not checked.
 pub fn small_report() -> Report {
+    Report::from_records(small_records())
+}
+
+/// The records of [`small_report`].
+pub fn small_records() -> Vec<CaseRecord> {
     let (view_shape, view) = strided_view();
-    let rows = [
+    vec![
         judged("sim-upload", &[], DType::F32, vec![7, 3], Layout::Owned),
         judged(
             "sim-upload",
@@ -151,12 +169,7 @@ pub fn small_report() -> Report {
             vec![7, 3],
             Layout::Owned,
         ),
-    ];
-    let mut report = Report::default();
-    for row in rows {
-        report.push(row);
-    }
-    report
+    ]
 }
 
 /// Snapshots live in `snapshots/` at the workspace root, and process-unique

@@ -93,7 +93,9 @@ pub(crate) fn reregister(
     ))
 }
 
-fn open_slot(ordinal: u32) -> Result<Slot, CudaError> {
+/// A freshly opened engine of device `ordinal`, and the slot that keeps its
+/// runtime and stream (the engine itself is put in the slot by the caller).
+fn open_slot(ordinal: u32) -> Result<(Slot, CudaEngine), CudaError> {
     let mut engine = CudaEngine::open(CudaDeviceId::from_ordinal(ordinal)).map_err(|source| {
         CudaError::Open {
             ordinal,
@@ -110,11 +112,12 @@ fn open_slot(ordinal: u32) -> Result<Slot, CudaError> {
             shape: Vec::new(),
             source: Box::new(source),
         })?;
-    Ok(Slot {
+    let slot = Slot {
         runtime: engine.runtime().clone(),
-        engine: Some(engine),
+        engine: None,
         stream,
-    })
+    };
+    Ok((slot, engine))
 }
 
 impl CudaEndpoint {
@@ -126,16 +129,13 @@ impl CudaEndpoint {
     /// [`HarnessError::Config`] when its registration is refused.
     pub fn open(ordinal: u32) -> Result<Self, HarnessError> {
         let context = format!("opening CUDA device {ordinal}");
-        let slot = open_slot(ordinal).map_err(|source| HarnessError::Cuda {
+        let (mut slot, engine) = open_slot(ordinal).map_err(|source| HarnessError::Cuda {
             context: context.clone(),
             source: Box::new(source),
         })?;
-        let engine = slot.engine.as_ref().ok_or_else(|| HarnessError::Runtime {
-            context: context.clone(),
-            message: "the engine vanished".to_owned(),
-        })?;
-        let stock = cuda_runtime_engine_registration(engine)
+        let stock = cuda_runtime_engine_registration(&engine)
             .map_err(|source| HarnessError::config(context.clone(), source))?;
+        slot.engine = Some(engine);
         Ok(Self {
             name: format!("cuda{ordinal}"),
             ordinal,
@@ -197,17 +197,22 @@ impl CudaEndpoint {
         self.slot().runtime.allocation_domain_id()
     }
 
-    /// Make sure an engine is waiting to be handed to a rig, opening a fresh
-    /// one (with a fresh runtime) when the last was taken.
-    fn ensure_engine(&self) -> Result<std::sync::MutexGuard<'_, Slot>, HarnessError> {
-        let mut slot = self.slot();
-        if slot.engine.is_none() {
-            *slot = open_slot(self.ordinal).map_err(|source| HarnessError::Cuda {
-                context: format!("reopening CUDA device {}", self.ordinal),
-                source: Box::new(source),
-            })?;
+    /// The engine waiting to be handed to a rig, taken out of `slot`: the
+    /// one there, or a fresh one (the last was handed to a rig), whose
+    /// runtime and stream the slot then keeps.
+    fn waiting_engine(&self, slot: &mut Slot) -> Result<CudaEngine, HarnessError> {
+        match slot.engine.take() {
+            Some(engine) => Ok(engine),
+            None => {
+                let (fresh, engine) =
+                    open_slot(self.ordinal).map_err(|source| HarnessError::Cuda {
+                        context: format!("reopening CUDA device {}", self.ordinal),
+                        source: Box::new(source),
+                    })?;
+                *slot = fresh;
+                Ok(engine)
+            }
         }
-        Ok(slot)
     }
 
     /// The runtime registration of the waiting engine in `role`: the stock
@@ -221,11 +226,9 @@ impl CudaEndpoint {
     pub fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
         let context = format!("registration of `{}`", self.name);
         let config = |source| HarnessError::config(context.clone(), source);
-        let slot = self.ensure_engine()?;
-        let engine = slot.engine.as_ref().ok_or_else(|| HarnessError::Runtime {
-            context: context.clone(),
-            message: "the engine vanished".to_owned(),
-        })?;
+        let mut slot = self.slot();
+        let engine = self.waiting_engine(&mut slot)?;
+        let engine = slot.engine.insert(engine);
         let stock = cuda_runtime_engine_registration(engine).map_err(config)?;
         if role != EngineRole::Source {
             return Ok(stock);
@@ -251,11 +254,8 @@ impl CudaEndpoint {
     ///
     /// [`HarnessError::Cuda`] when a fresh engine cannot be opened.
     pub fn take_engine(&self) -> Result<CudaEngine, HarnessError> {
-        let mut slot = self.ensure_engine()?;
-        slot.engine.take().ok_or_else(|| HarnessError::Runtime {
-            context: format!("engine of `{}`", self.name),
-            message: "the engine vanished".to_owned(),
-        })
+        let mut slot = self.slot();
+        self.waiting_engine(&mut slot)
     }
 
     /// Upload a host tensor and wait for it: how a case's input is staged

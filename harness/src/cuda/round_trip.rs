@@ -15,7 +15,6 @@ use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::endpoint::reregister;
 use super::{CudaDownload, CudaEndpoint, CudaUpload};
-use crate::spy::source_chain;
 use crate::{Endpoint, HarnessError, PlacementRule, Spy, SpyRecord, StorageRule};
 
 /// Which capabilities of a stock registration an engine keeps.
@@ -76,10 +75,7 @@ pub fn round_trip(
 ) -> Result<RoundTripOutcome, HarnessError> {
     let runtime_error = |context: &str| {
         let context = context.to_owned();
-        move |error: tenferro_runtime::Error| HarnessError::Runtime {
-            message: format!("{error}; caused by: {}", source_chain(&error).join("; ")),
-            context: context.clone(),
-        }
+        move |error: tenferro_runtime::Error| HarnessError::runtime(context.clone(), error)
     };
     let cpu_id = EngineId::new("tenferro-transfer-harness.round-trip-host.v1")
         .map_err(|error| HarnessError::config("round-trip host id", error.into()))?;
@@ -161,25 +157,22 @@ pub fn round_trip(
         .prepare(&program, &inputs, &[cpu.target(), cuda.target()])
         .map_err(|error| HarnessError::Prepare {
             route: "host->cuda->host".to_owned(),
-            message: error.to_string(),
-            chain: source_chain(&error),
+            source: Box::new(error),
         })?;
     let mut engines: [&mut dyn ExecutionEngine; 2] = [&mut cpu, &mut cuda];
     let outputs = runtime
         .run(&mut engines, &plan, &inputs)
         .map_err(runtime_error("round-trip run"))?;
-    let output = outputs.first().ok_or_else(|| HarnessError::Runtime {
+    let output = outputs.first().ok_or_else(|| HarnessError::NoOutput {
         context: "round-trip run".to_owned(),
-        message: "the run returned no output".to_owned(),
     })?;
     let values =
         read_compact::<f64>(&output.read()).map_err(|source| HarnessError::Stage { source })?;
     let sum = values
         .first()
         .copied()
-        .ok_or_else(|| HarnessError::Runtime {
-            context: "round-trip run".to_owned(),
-            message: "the sum is empty".to_owned(),
+        .ok_or_else(|| HarnessError::NoOutput {
+            context: "round-trip run (its sum is empty)".to_owned(),
         })?;
     Ok(RoundTripOutcome {
         sum,

@@ -1,0 +1,408 @@
+//! Every `TRANSFER_CONFORMANCE_*` environment variable, read in one place,
+//! once per process: [`Settings::current`]. A value the suite does not
+//! know, or a variable of that prefix it does not know (a typo such as
+//! `TRANSFER_CONFORMANCE_PROFIL`), is a [`SettingsError`] naming it, never
+//! silently ignored. [`SETTINGS`] is the table the docs print.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use crate::strategy::Profile;
+
+/// The prefix of every setting.
+pub const PREFIX: &str = "TRANSFER_CONFORMANCE_";
+
+/// `TRANSFER_CONFORMANCE_PROFILE`: the generated-case profile.
+pub const PROFILE_ENV: &str = "TRANSFER_CONFORMANCE_PROFILE";
+/// `TRANSFER_CONFORMANCE_SEED`: the generator's seed.
+pub const SEED_ENV: &str = "TRANSFER_CONFORMANCE_SEED";
+/// `TRANSFER_CONFORMANCE_REPLAY`: a recipe (one line of JSON) to replay
+/// instead of running the suite.
+pub const REPLAY_ENV: &str = "TRANSFER_CONFORMANCE_REPLAY";
+/// `TRANSFER_CONFORMANCE_PROVIDER`: the built-in provider a replay under
+/// `cargo test --test generated` runs.
+pub const PROVIDER_ENV: &str = "TRANSFER_CONFORMANCE_PROVIDER";
+/// `TRANSFER_CONFORMANCE_INJECT`: the faults (comma-separated) such a
+/// replay injects.
+pub const INJECT_ENV: &str = "TRANSFER_CONFORMANCE_INJECT";
+/// `TRANSFER_CONFORMANCE_NO_SKIP`: `1` turns a skipped rule test into a
+/// failure.
+pub const NO_SKIP_ENV: &str = "TRANSFER_CONFORMANCE_NO_SKIP";
+/// `TRANSFER_CONFORMANCE_REPORT`: a file the whole report is written to.
+pub const REPORT_FILE_ENV: &str = "TRANSFER_CONFORMANCE_REPORT";
+/// `TRANSFER_CONFORMANCE_REQUIRE_DEVICES`: `all`, or device kinds
+/// (comma-separated), whose absence is a failure instead of a skip.
+pub const REQUIRE_DEVICES_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_DEVICES";
+/// `TRANSFER_CONFORMANCE_REQUIRE_CUDA`: `1` is an alias of
+/// `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`.
+pub const REQUIRE_CUDA_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_CUDA";
+/// `NEXTEST_RUN_ID`: set by nextest; the suite then runs once per test
+/// binary and its other test processes read the run.
+pub const NEXTEST_RUN_ID_ENV: &str = "NEXTEST_RUN_ID";
+
+/// One setting, as the docs' table lists it.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub struct SettingDoc {
+    /// The variable.
+    pub name: &'static str,
+    /// What it takes.
+    pub values: &'static str,
+    /// Its default.
+    pub default: &'static str,
+    /// What it does.
+    pub effect: &'static str,
+}
+
+/// Every setting the suite reads, in the order the docs list them.
+pub const SETTINGS: [SettingDoc; 10] = [
+    SettingDoc {
+        name: PROFILE_ENV,
+        values: "`quick`, `default`, `deep`",
+        default: "the suite's declared profile (`quick`); `default` for the CLI",
+        effect: "how many generated and concurrent cases run, and how large",
+    },
+    SettingDoc {
+        name: SEED_ENV,
+        values: "an unsigned integer",
+        default: "drawn, and printed with every failure",
+        effect: "the seed of the generated and concurrent cases",
+    },
+    SettingDoc {
+        name: REPLAY_ENV,
+        values: "a recipe (one line of JSON, as a failure prints it)",
+        default: "unset: run the whole suite",
+        effect: "run only that case, on every declared route",
+    },
+    SettingDoc {
+        name: PROVIDER_ENV,
+        values: "a built-in provider's name",
+        default: "unset: every built-in provider",
+        effect: "the provider a replay under `cargo test --test generated` runs",
+    },
+    SettingDoc {
+        name: INJECT_ENV,
+        values: "fault names, comma-separated",
+        default: "none",
+        effect: "the faults a replay under `cargo test --test generated` injects",
+    },
+    SettingDoc {
+        name: NO_SKIP_ENV,
+        values: "`1` or `0`",
+        default: "`0`",
+        effect: "`1` turns a skipped rule test into a failure",
+    },
+    SettingDoc {
+        name: REPORT_FILE_ENV,
+        values: "a path ending in `.json`, `.md`, `.xml` or anything else (a table)",
+        default: "unset: no file",
+        effect: "the whole report of a `ProviderSuite` run is written there",
+    },
+    SettingDoc {
+        name: REQUIRE_DEVICES_ENV,
+        values: "`all`, or device kinds, comma-separated (`cuda`, `sim`, your adapter's `kind`)",
+        default: "unset: an absent device is a skip",
+        effect: "an absent device of a named kind fails every case of its routes instead of skipping them",
+    },
+    SettingDoc {
+        name: REQUIRE_CUDA_ENV,
+        values: "`1` or `0`",
+        default: "`0`",
+        effect: "`1` is an alias of `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`",
+    },
+    SettingDoc {
+        name: NEXTEST_RUN_ID_ENV,
+        values: "set by nextest",
+        default: "unset",
+        effect: "the suite runs once per test binary, and nextest's other test processes read its report",
+    },
+];
+
+/// A setting with a value the suite does not know.
+#[derive(Clone, Debug, Eq, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// The variable is one of the suite's, its value is not.
+    #[error("{name}={value} is not a valid value; it takes {expected}")]
+    BadValue {
+        /// The variable.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What it takes.
+        expected: &'static str,
+    },
+    /// A variable with the suite's prefix that names no setting (a typo).
+    #[error("{name} is not a setting of the suite; known settings: {known}")]
+    UnknownVariable {
+        /// The variable.
+        name: String,
+        /// Every setting of the suite.
+        known: String,
+    },
+}
+
+/// Which absent devices are a failure instead of a skip.
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum RequiredDevices {
+    /// None: an absent device is a skip.
+    #[default]
+    None,
+    /// Every device.
+    All,
+    /// Devices of these kinds.
+    Kinds(Vec<String>),
+}
+
+impl RequiredDevices {
+    /// Whether a device of `kind` is required.
+    pub fn requires(&self, kind: &str) -> bool {
+        match self {
+            RequiredDevices::None => false,
+            RequiredDevices::All => true,
+            RequiredDevices::Kinds(kinds) => kinds.iter().any(|named| named == kind),
+        }
+    }
+}
+
+/// Every `TRANSFER_CONFORMANCE_*` setting of this process.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::settings::{Settings, SettingsError};
+/// use tenferro_transfer_harness::strategy::Profile;
+///
+/// let settings = Settings::from_vars([
+///     ("TRANSFER_CONFORMANCE_PROFILE", "deep"),
+///     ("TRANSFER_CONFORMANCE_REQUIRE_CUDA", "1"),
+///     ("PATH", "/usr/bin"),
+/// ])
+/// .unwrap();
+/// assert_eq!(settings.profile, Some(Profile::Deep));
+/// assert!(settings.require_devices.requires("cuda"));
+///
+/// let typo = Settings::from_vars([("TRANSFER_CONFORMANCE_PROFIL", "deep")]).unwrap_err();
+/// assert!(matches!(typo, SettingsError::UnknownVariable { .. }));
+/// let bad = Settings::from_vars([("TRANSFER_CONFORMANCE_NO_SKIP", "yes")]).unwrap_err();
+/// assert!(bad.to_string().contains("TRANSFER_CONFORMANCE_NO_SKIP=yes"));
+/// ```
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub struct Settings {
+    /// [`PROFILE_ENV`].
+    pub profile: Option<Profile>,
+    /// [`SEED_ENV`].
+    pub seed: Option<u64>,
+    /// [`REPLAY_ENV`].
+    pub replay: Option<String>,
+    /// [`PROVIDER_ENV`].
+    pub provider: Option<String>,
+    /// [`INJECT_ENV`], split at commas.
+    pub inject: Vec<String>,
+    /// [`NO_SKIP_ENV`].
+    pub no_skip: bool,
+    /// [`REPORT_FILE_ENV`].
+    pub report_file: Option<PathBuf>,
+    /// [`REQUIRE_DEVICES_ENV`] and [`REQUIRE_CUDA_ENV`].
+    pub require_devices: RequiredDevices,
+    /// The setting that required devices, as written, for messages.
+    pub require_setting: Option<String>,
+    /// [`NEXTEST_RUN_ID_ENV`].
+    pub nextest_run_id: Option<String>,
+}
+
+fn flag(name: &'static str, value: &str) -> Result<bool, SettingsError> {
+    match value.trim() {
+        "1" => Ok(true),
+        "0" | "" => Ok(false),
+        _ => Err(SettingsError::BadValue {
+            name,
+            value: value.to_owned(),
+            expected: "`1` or `0`",
+        }),
+    }
+}
+
+impl Settings {
+    /// The settings of this process's environment, read once.
+    ///
+    /// # Errors
+    ///
+    /// The first setting with a value the suite does not know, or the
+    /// first variable of the suite's prefix that names no setting.
+    pub fn current() -> Result<&'static Settings, SettingsError> {
+        static CURRENT: OnceLock<Result<Settings, SettingsError>> = OnceLock::new();
+        CURRENT
+            .get_or_init(|| {
+                Settings::from_vars(std::env::vars_os().filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                }))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The settings `vars` (name, value pairs) hold; variables outside
+    /// the suite's are ignored.
+    ///
+    /// # Errors
+    ///
+    /// As [`Settings::current`].
+    pub fn from_vars<N: AsRef<str>, V: AsRef<str>>(
+        vars: impl IntoIterator<Item = (N, V)>,
+    ) -> Result<Self, SettingsError> {
+        let mut settings = Settings::default();
+        let mut require_cuda = false;
+        for (name, value) in vars {
+            let (name, value) = (name.as_ref(), value.as_ref());
+            match name {
+                PROFILE_ENV => {
+                    settings.profile = Some(Profile::from_str(value.trim()).map_err(|_| {
+                        SettingsError::BadValue {
+                            name: PROFILE_ENV,
+                            value: value.to_owned(),
+                            expected: "`quick`, `default` or `deep`",
+                        }
+                    })?);
+                }
+                SEED_ENV => {
+                    settings.seed =
+                        Some(value.trim().parse().map_err(|_| SettingsError::BadValue {
+                            name: SEED_ENV,
+                            value: value.to_owned(),
+                            expected: "an unsigned integer",
+                        })?);
+                }
+                REPLAY_ENV => settings.replay = Some(value.to_owned()),
+                PROVIDER_ENV => settings.provider = Some(value.trim().to_owned()),
+                INJECT_ENV => {
+                    settings.inject = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|fault| !fault.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                }
+                NO_SKIP_ENV => settings.no_skip = flag(NO_SKIP_ENV, value)?,
+                REPORT_FILE_ENV => {
+                    if !value.is_empty() {
+                        settings.report_file = Some(PathBuf::from(value));
+                    }
+                }
+                REQUIRE_DEVICES_ENV => {
+                    let kinds: Vec<String> = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|kind| !kind.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    if kinds.iter().any(|kind| kind == "all") {
+                        settings.require_devices = RequiredDevices::All;
+                    } else if !kinds.is_empty() {
+                        settings.require_devices = RequiredDevices::Kinds(kinds);
+                    }
+                    if settings.require_devices != RequiredDevices::None {
+                        settings.require_setting = Some(format!("{REQUIRE_DEVICES_ENV}={value}"));
+                    }
+                }
+                REQUIRE_CUDA_ENV => require_cuda = flag(REQUIRE_CUDA_ENV, value)?,
+                NEXTEST_RUN_ID_ENV => settings.nextest_run_id = Some(value.to_owned()),
+                other if other.starts_with(PREFIX) => {
+                    return Err(SettingsError::UnknownVariable {
+                        name: other.to_owned(),
+                        known: SETTINGS
+                            .iter()
+                            .filter(|setting| setting.name.starts_with(PREFIX))
+                            .map(|setting| setting.name)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    });
+                }
+                _ => {}
+            }
+        }
+        if require_cuda && !settings.require_devices.requires("cuda") {
+            settings.require_devices = match settings.require_devices {
+                RequiredDevices::Kinds(mut kinds) => {
+                    kinds.push("cuda".to_owned());
+                    RequiredDevices::Kinds(kinds)
+                }
+                _ => RequiredDevices::Kinds(vec!["cuda".to_owned()]),
+            };
+            if settings.require_setting.is_none() {
+                settings.require_setting = Some(format!("{REQUIRE_CUDA_ENV}=1"));
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The setting (as written) that requires a device of `kind`, when one
+    /// does.
+    pub fn requiring(&self, kind: &str) -> Option<String> {
+        self.require_devices.requires(kind).then(|| {
+            self.require_setting
+                .clone()
+                .unwrap_or_else(|| format!("{REQUIRE_DEVICES_ENV}={kind}"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_has_a_row_and_every_row_is_read() {
+        for setting in SETTINGS {
+            // A value no setting takes: a flag rejects it, the others
+            // either reject it or keep it.
+            let read = Settings::from_vars([(setting.name, "1")]);
+            assert!(
+                !matches!(read, Err(SettingsError::UnknownVariable { .. })),
+                "{} is in the table but not read",
+                setting.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_cuda_alias_requires_cuda_and_names_itself() {
+        let settings = Settings::from_vars([(REQUIRE_CUDA_ENV, "1")]).unwrap();
+        assert!(settings.require_devices.requires("cuda"));
+        assert!(!settings.require_devices.requires("sim"));
+        assert_eq!(
+            settings.requiring("cuda").as_deref(),
+            Some("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1")
+        );
+        let all = Settings::from_vars([(REQUIRE_DEVICES_ENV, "all")]).unwrap();
+        assert!(all.require_devices.requires("vendor-npu"));
+        assert_eq!(
+            all.requiring("cuda").as_deref(),
+            Some("TRANSFER_CONFORMANCE_REQUIRE_DEVICES=all")
+        );
+    }
+
+    #[test]
+    fn bad_values_and_typos_are_errors_that_name_them() {
+        for (name, value) in [
+            (PROFILE_ENV, "fast"),
+            (SEED_ENV, "-1"),
+            (NO_SKIP_ENV, "yes"),
+            (REQUIRE_CUDA_ENV, "true"),
+        ] {
+            let error = Settings::from_vars([(name, value)]).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!("{name}={value}")),
+                "{error}"
+            );
+        }
+        let typo = Settings::from_vars([("TRANSFER_CONFORMANCE_SEEDS", "1")]).unwrap_err();
+        assert!(
+            typo.to_string().contains("TRANSFER_CONFORMANCE_SEEDS"),
+            "{typo}"
+        );
+    }
+}
