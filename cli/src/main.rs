@@ -238,6 +238,12 @@ fn check_format(command: &Command, format: Format) -> Result<(), String> {
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
     quiet_injected_panics();
+    // The suite's TRANSFER_CONFORMANCE_* settings, read once: one it does
+    // not know (a bad value, a misspelt name) is bad usage.
+    if let Err(error) = tenferro_transfer_conformance::harness::Settings::current() {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     let providers = match select(&cli.providers) {
         Ok(providers) => providers,
         Err(message) => {

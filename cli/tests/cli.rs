@@ -324,6 +324,24 @@ fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
         "{table}"
     );
     assert!(table.contains("0 skipped"), "{table}");
+
+    // CUDA is a device like any other: the general setting requires it too.
+    for setting in ["cuda", "all", "sim,cuda"] {
+        let required = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+            .args(args)
+            .env_remove("TRANSFER_CONFORMANCE_REQUIRE_CUDA")
+            .env("TRANSFER_CONFORMANCE_REQUIRE_DEVICES", setting)
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&required.stdout);
+        assert_eq!(required.status.code(), Some(1), "{setting}: {table}");
+        assert!(
+            table.contains(&format!(
+                "TRANSFER_CONFORMANCE_REQUIRE_DEVICES={setting} requires the cuda device, but cuda0: "
+            )),
+            "{table}"
+        );
+    }
 }
 
 #[test]
@@ -371,4 +389,21 @@ fn a_failing_case_prints_a_replay_command_that_reproduces_it() {
         stdout.contains("sim-peer: FAIL") && stdout.contains("values:"),
         "{stdout}"
     );
+}
+
+#[test]
+fn a_setting_the_suite_does_not_know_is_bad_usage() {
+    for (name, value) in [
+        ("TRANSFER_CONFORMANCE_PROFIL", "deep"),
+        ("TRANSFER_CONFORMANCE_NO_SKIP", "yes"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+            .arg("rules")
+            .env(name, value)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{name}={value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(name), "{stderr}");
+    }
 }

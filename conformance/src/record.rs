@@ -32,6 +32,12 @@ use serde::{Deserialize, Serialize};
 use tenferro_transfer_harness::strategy::{Profile, Recipe};
 use tenferro_transfer_harness::{Judgement, Rule, Unchecked, Violation};
 
+/// The rule id a report row's violation carries when the harness itself
+/// could not run the case (a [`CaseOutcome::NotSetUp`] record): a setup
+/// failure, not a rule the provider broke. Only the renderings write it;
+/// nothing reads it back.
+pub const SETUP: &str = "setup";
+
 /// A case's verdict.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

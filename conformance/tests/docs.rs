@@ -471,3 +471,22 @@ fn the_package_check_builds_with_the_workspace_profiles() {
         ".ci/run does not package with .ci/package.toml"
     );
 }
+
+/// docs/settings.md lists every setting the suite reads, as the code's one
+/// table (`settings::SETTINGS`) says it.
+#[test]
+fn the_settings_page_is_the_settings_table() {
+    use tenferro_transfer_conformance::harness::settings::SETTINGS;
+    let page = include_str!("../../docs/settings.md");
+    let mut table = String::from("| variable | takes | default | effect |\n|---|---|---|---|\n");
+    for setting in SETTINGS {
+        table.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            setting.name, setting.values, setting.default, setting.effect
+        ));
+    }
+    assert!(
+        page.contains(&table),
+        "docs/settings.md does not hold the settings table; it should read:\n{table}"
+    );
+}

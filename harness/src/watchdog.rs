@@ -22,6 +22,12 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 /// worker to come back before it gives the worker up for lost.
 const GRACE: Duration = Duration::from_secs(1);
 
+/// The same after a call overran the wall clock without parking in a
+/// simulated hang: releasing it does nothing, so waiting long for it only
+/// adds to the cost of a real hang; a call about to finish still comes
+/// back in time.
+const WALL_CLOCK_GRACE: Duration = Duration::from_millis(20);
+
 /// How long a thread waiting for the other side of a case hand-off spins
 /// before it blocks. A case of a few elements takes tens of microseconds,
 /// and waking a blocked thread on an idle machine costs about as much again,
@@ -63,12 +69,13 @@ const MAX_RELEASES: usize = 16;
 /// After a hang, a later case of the route waits this many times the
 /// provider's slowest successful call on the route...
 const SHORT_FACTOR: u32 = 8;
-/// ...and at least this long (a provider that has only hung so far gets
-/// this), never more than the configured deadline.
-const SHORT_FLOOR: Duration = Duration::from_secs(2);
+/// ...and at least the configured deadline divided by this (2 s of the
+/// default 60 s; what a provider that has only hung so far gets), never
+/// more than the configured deadline.
+const SHORT_FLOOR_DIVISOR: u32 = 30;
 /// How many calls of a route may be left hanging (their threads given up)
 /// before the route's later cases are not run at all.
-const MAX_ABANDONED: usize = 8;
+const MAX_ABANDONED: usize = 32;
 /// A call still running after this long is announced on stderr, and again
 /// every time as long again passes.
 const ANNOUNCE_AFTER: Duration = Duration::from_secs(10);
@@ -91,8 +98,8 @@ struct DeadlineState {
 /// Until the provider hangs, every case gets the configured deadline. A
 /// case that overruns it is a `deadline` violation. From then on, the
 /// route's later cases get a short deadline derived from the provider's
-/// own successful calls ([`SHORT_FACTOR`] times the slowest, at least
-/// [`SHORT_FLOOR`]); a case that overruns the short one was not proven to
+/// own successful calls ([`SHORT_FACTOR`] times the slowest, at least a
+/// thirtieth of the configured deadline); a case that overruns the short one was not proven to
 /// hang, so it is not judged: the runner reports it as skipped, naming the
 /// case the provider hung on. After [`MAX_ABANDONED`] calls left hanging,
 /// the route's later cases are not run (their threads would pile up).
@@ -148,7 +155,7 @@ impl RouteDeadline {
         match state.hung_on {
             None => self.configured,
             Some(_) => (state.slowest * SHORT_FACTOR)
-                .max(SHORT_FLOOR)
+                .max(self.configured / SHORT_FLOOR_DIVISOR)
                 .min(self.configured),
         }
     }
@@ -413,11 +420,11 @@ impl Watchdog {
             // passes now rather than on the wall clock. Real hangs (a
             // vendor's provider, a real device) never park here and keep
             // the wall-clock deadline.
-            Ok(Message::Parked) => Ok(self.give_up(worker, limit)),
+            Ok(Message::Parked) => Ok(self.give_up(worker, limit, GRACE)),
             // A call that overran the wall clock: the route remembers it,
             // so that its later cases do not each wait a whole deadline.
             Err(RecvTimeoutError::Timeout) => {
-                let mut outcome = self.give_up(worker, limit);
+                let mut outcome = self.give_up(worker, limit, WALL_CLOCK_GRACE);
                 self.deadline.hung(case);
                 if let Some(first) = hung_before {
                     // Overran the short deadline: not proven to hang.
@@ -433,8 +440,8 @@ impl Watchdog {
     }
 
     /// The outcome of a case that overran `limit`; the worker is released
-    /// and kept if it comes back within the grace period.
-    fn give_up(&mut self, worker: Worker, limit: Duration) -> Outcome {
+    /// and kept if it comes back within `grace`.
+    fn give_up(&mut self, worker: Worker, limit: Duration, grace: Duration) -> Outcome {
         let request = worker.spy.in_flight();
         let stage = worker.spy.stage();
         let trace = worker.trace.events();
@@ -442,7 +449,7 @@ impl Watchdog {
         hold::release(worker.thread);
         let mut releases = 1;
         loop {
-            match worker.replies.recv_timeout(GRACE) {
+            match worker.replies.recv_timeout(grace) {
                 // Its outcome belongs to a case already judged as timed out.
                 Ok(Message::Done(_)) => {
                     self.worker = Some(worker);

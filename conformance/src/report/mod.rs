@@ -17,14 +17,8 @@ use tenferro_transfer_harness::{Unchecked, Violation};
 
 use crate::record::{CaseOutcome, CaseRecord};
 
-pub use crate::record::{RowHead, Verdict};
+pub use crate::record::{RowHead, SETUP, Verdict};
 pub use matrix::{Mark, RouteMatrix, RuleMatrix, RuleTally};
-
-/// The rule id a [`ViolationRow`] carries when the harness itself could not
-/// run the case (a [`CaseOutcome::NotSetUp`] record): a setup failure, not
-/// a rule the provider broke. Only the renderings write it; nothing reads
-/// it back.
-pub const SETUP: &str = "setup";
 
 /// One violation in a report row: the rule id (or [`SETUP`] when the harness
 /// itself could not run the case) and its message.
