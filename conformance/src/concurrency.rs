@@ -13,7 +13,7 @@
 //! [`ProviderSuite`](crate::ProviderSuite) runs this on every declared
 //! route; [`run_concurrent`] runs it on a built-in provider.
 
-use crate::runner::run_recipe;
+use crate::runner::{CaseRun, run_recipe};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -140,6 +140,9 @@ pub(crate) struct Call {
     /// What became of the call, through the runner's one conversion:
     /// judged, skipped where the route cannot run it here, or not set up.
     pub outcome: CaseOutcome,
+    /// Whether the destination's accounting showed the call's output while
+    /// it was alive: the evidence a phase's memory check needs.
+    pub accounting_seen: bool,
 }
 
 impl Call {
@@ -411,22 +414,31 @@ impl Shared<'_> {
         for (index, recipe) in plan.iter().enumerate() {
             self.barrier.wait();
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
-            let outcome = match &mut watchdog {
+            let (outcome, accounting_seen) = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    CaseOutcome::from(run_recipe(watchdog, self.route, recipe))
+                    let run = run_recipe(watchdog, self.route, recipe);
+                    let seen = matches!(&run, CaseRun::Judged(_, outcome)
+                        if outcome.calls.first().and_then(|call| call.destination_saw_output) == Some(true));
+                    (CaseOutcome::from(run), seen)
                 }))
-                .unwrap_or_else(|payload| CaseOutcome::NotSetUp {
-                    message: format!(
-                        "the concurrent run itself panicked (a harness bug; please report it): {}",
-                        panic_message(payload.as_ref())
-                    ),
+                .unwrap_or_else(|payload| {
+                    let outcome = CaseOutcome::NotSetUp {
+                        message: format!(
+                            "the concurrent run itself panicked (a harness bug; please report it): {}",
+                            panic_message(payload.as_ref())
+                        ),
+                    };
+                    (outcome, false)
                 }),
-                Err(error) => CaseOutcome::NotSetUp {
-                    message: format!(
-                        "the thread's runtime could not be built: {}",
-                        describe_error(error)
-                    ),
-                },
+                Err(error) => (
+                    CaseOutcome::NotSetUp {
+                        message: format!(
+                            "the thread's runtime could not be built: {}",
+                            describe_error(error)
+                        ),
+                    },
+                    false,
+                ),
             };
             let finished = self.clock.fetch_add(1, Ordering::SeqCst);
             let call = Call {
@@ -436,6 +448,7 @@ impl Shared<'_> {
                 recipe: recipe.clone(),
                 span: (started, finished),
                 outcome,
+                accounting_seen,
             };
             if call.failed() {
                 self.stop.store(true, Ordering::SeqCst);

@@ -31,15 +31,21 @@ use tenferro_transfer_harness::Rule;
 /// use tenferro_transfer_conformance::harness::Rule;
 ///
 /// assert!(Level::V1.includes(Rule::Values));
-/// assert_eq!(Level::LATEST, Level::V1);
+/// assert!(!Level::V1.includes(Rule::InputIntact));
+/// assert!(Level::V2.includes(Rule::InputIntact) && Level::V2.includes(Rule::Values));
+/// assert_eq!(Level::LATEST, Level::V2);
 /// assert_eq!("v1".parse::<Level>().unwrap(), Level::V1);
 /// ```
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Level {
-    /// The rules of the 0.1 catalogue.
+    /// The thirteen rules of the 0.1 catalogue, frozen.
     V1,
+    /// V1's rules, plus what a transfer does besides its output:
+    /// `input-intact` and `output-stable`; and `no-leak` also judged from a
+    /// device's counts of memory in use, where it keeps no ledger.
+    V2,
 }
 
 /// The rules a level checks, filtered from the rule catalogue
@@ -81,19 +87,27 @@ macro_rules! rule_slice {
 }
 
 __level_rules!(V1 [rule_slice] { V1_RULES });
+__level_rules!(V2 [rule_slice] { V2_RULES });
 
 impl Level {
     /// The newest level.
-    pub const LATEST: Level = Level::V1;
+    pub const LATEST: Level = Level::V2;
 
     /// Every level, oldest first.
-    pub const ALL: [Level; 1] = [Level::V1];
+    pub const ALL: [Level; 2] = [Level::V1, Level::V2];
 
     /// The rules this level checks, in catalogue order.
     pub fn rules(self) -> &'static [Rule] {
         match self {
             Level::V1 => V1_RULES,
+            Level::V2 => V2_RULES,
         }
+    }
+
+    /// Whether `no-leak` is judged from a device's counts of memory in use
+    /// too (where it keeps no ledger): from level v2 on.
+    pub fn counts_memory(self) -> bool {
+        self >= Level::V2
     }
 
     /// Whether this level checks `rule`.
@@ -105,6 +119,7 @@ impl Level {
     pub fn name(self) -> &'static str {
         match self {
             Level::V1 => "v1",
+            Level::V2 => "v2",
         }
     }
 }
@@ -117,7 +132,7 @@ impl fmt::Display for Level {
 
 /// A name that is no level.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown conformance level `{name}`; known levels: v1")]
+#[error("unknown conformance level `{name}`; known levels: v1, v2")]
 pub struct UnknownLevel {
     /// The name given.
     pub name: String,
@@ -129,6 +144,7 @@ impl FromStr for Level {
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         match name {
             "v1" | "V1" => Ok(Level::V1),
+            "v2" | "V2" => Ok(Level::V2),
             other => Err(UnknownLevel {
                 name: other.to_owned(),
             }),
@@ -165,7 +181,30 @@ mod tests {
                 "rule {rule} is in the catalogue but in no level: add a level for it (V1 is frozen)"
             );
         }
-        assert_eq!(Level::V1.rules(), Rule::ALL.as_slice());
-        assert_eq!(Level::LATEST.rules().len(), Rule::ALL.len());
+        assert_eq!(Level::LATEST.rules(), Rule::ALL.as_slice());
+        // V1 is frozen: its thirteen rules, in their order.
+        let v1: Vec<&str> = Level::V1.rules().iter().map(|rule| rule.id()).collect();
+        assert_eq!(
+            v1,
+            [
+                "dtype",
+                "shape",
+                "buffer-length",
+                "placement",
+                "residency",
+                "completion",
+                "values",
+                "no-error",
+                "no-panic",
+                "deadline",
+                "no-leak",
+                "capability-honesty",
+                "runtime-agreement"
+            ]
+        );
+        // A later level keeps every rule of an earlier one.
+        for pair in Level::ALL.windows(2) {
+            assert!(pair[0].rules().iter().all(|rule| pair[1].includes(*rule)));
+        }
     }
 }

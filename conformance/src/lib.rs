@@ -23,6 +23,7 @@ mod builtin;
 pub mod concurrency;
 pub mod fuzzing;
 pub mod generated;
+mod held;
 mod level;
 pub mod prelude;
 pub mod progress;

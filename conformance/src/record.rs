@@ -93,6 +93,9 @@ pub enum Origin {
     },
     /// A case replayed alone from its recipe.
     Replayed,
+    /// The pass that holds outputs alive (`output-stable`), or the memory
+    /// its devices kept over it (`no-leak`).
+    Held,
 }
 
 /// At least one violation: what a failed record holds.

@@ -7,10 +7,12 @@ use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
+use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
 use tenferro_transfer_harness::{
     Case, DEFAULT_DEADLINE, HarnessError, Route, Rule, Watchdog, describe_error,
 };
 
+use crate::held::held_pass;
 use crate::progress::Progress;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{CaseResult, Report, RowHead};
@@ -168,6 +170,37 @@ pub fn run_fixed_suite_with_progress(
                     ),
                 };
                 progress.case_done(&CaseResult::from(&record));
+                records.push(record);
+            }
+        }
+        // The same shapes again, their outputs held as a caller holds them
+        // (output-stable), and the devices' memory over that pass.
+        if let Ok((route, rig)) = &mut rig {
+            let recipes: Vec<Recipe> = options
+                .dtypes
+                .iter()
+                .flat_map(|&dtype| {
+                    shapes.iter().map(move |shape| {
+                        Recipe::fixed(
+                            dtype,
+                            shape.shape.clone(),
+                            shape.layout.clone(),
+                            ValueSource::Patterned,
+                        )
+                    })
+                })
+                .collect();
+            let head = RowHead {
+                provider: name.clone(),
+                route: route_label.clone(),
+                dtype: "*".to_owned(),
+                shape: Vec::new(),
+                layout: String::new(),
+            };
+            for mut record in held_pass(rig, route, &recipes, &name, &head) {
+                record
+                    .outcome
+                    .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
                 records.push(record);
             }
         }

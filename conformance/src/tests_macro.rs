@@ -48,6 +48,9 @@ macro_rules! conformance_tests {
     (level = V1, suite = $suite:path, routes = [$($route:ident),+ $(,)?] $(,)?) => {
         $crate::__level_rules!(V1 [$crate::__conformance_tests] { $suite, V1, [$($route),+], });
     };
+    (level = V2, suite = $suite:path, routes = [$($route:ident),+ $(,)?] $(,)?) => {
+        $crate::__level_rules!(V2 [$crate::__conformance_tests] { $suite, V2, [$($route),+], });
+    };
 }
 
 /// The expansion of [`conformance_tests!`] for one level's rule list

@@ -288,7 +288,15 @@ fn level_v1_is_frozen() {
         ],
         "Level::V1 changed: a new rule belongs in a new level"
     );
-    assert!("v2".parse::<Level>().is_err());
+    // The next level keeps every rule of V1 and adds its own.
+    assert!(
+        Level::V1
+            .rules()
+            .iter()
+            .all(|rule| Level::V2.includes(*rule))
+    );
+    assert!(Level::V2.includes(Rule::InputIntact) && !Level::V1.includes(Rule::InputIntact));
+    assert!("v3".parse::<Level>().is_err());
 }
 
 // The macro, expanded here exactly as in a provider crate: 13 rule tests

@@ -106,7 +106,7 @@ fn head(dtype: usize) -> RowHead {
 
 fn suite() -> ProviderSuite {
     // Never run: it only reads the records of the reports below.
-    ProviderSuite::new("p", Level::V1)
+    ProviderSuite::new("p", Level::LATEST)
         .route("route", Route::host_to_sim, |_| Err("never built".into()))
 }
 
@@ -128,7 +128,7 @@ proptest! {
         prop_assert_eq!(summary.failed, count(Verdict::Fail));
         prop_assert_eq!(summary.skipped, count(Verdict::Skip));
         let matrix = report.rule_matrix();
-        for rule in Level::V1.rules() {
+        for rule in Level::LATEST.rules() {
             let verdict = suite.check(&report, "route", *rule);
             let broken = records.iter().any(|record| record.outcome.breaks(*rule) || record.outcome.is_not_set_up());
             let checked = records.iter().filter(|record| record.outcome.checked(*rule)).count();

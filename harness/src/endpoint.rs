@@ -18,7 +18,8 @@ use tenferro_runtime::{
 };
 use tenferro_tensor::{Tensor, TensorRead};
 
-use crate::{Case, CompletionState, HarnessError, PlacementRule, StorageRule};
+use crate::accounting::{Activity, Stay};
+use crate::{Case, CompletionState, HarnessError, MemoryInUse, PlacementRule, StorageRule};
 
 /// Whether a device can run here.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -66,7 +67,9 @@ pub enum ReadBack {
 /// | [`stage`](DeviceEndpoint::stage) | refuses | the device cannot be a route's source |
 /// | [`read_back`](DeviceEndpoint::read_back) | `None`: the Spy uses `map_read` | unmappable output: `values` not checked |
 /// | [`completion`](DeviceEndpoint::completion) | unknown | `completion` not checked |
-/// | [`allocation_ledger`](DeviceEndpoint::allocation_ledger) | none | `no-leak` not checked (unless the other side keeps one) |
+/// | [`allocation_ledger`](DeviceEndpoint::allocation_ledger) | none | `no-leak` from the ledger not checked |
+/// | [`memory_in_use`](DeviceEndpoint::memory_in_use) | none | `no-leak` from counts not checked (level V2) |
+/// | [`settle`](DeviceEndpoint::settle) | nothing to wait for | |
 /// | [`availability`](DeviceEndpoint::availability) | available | |
 /// | [`stages_views`](DeviceEndpoint::stages_views) | `true` | |
 /// | [`launches_in_own_domain`](DeviceEndpoint::launches_in_own_domain) | `false` | the launch domain is not checked |
@@ -217,10 +220,32 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
 
     /// The ledger of this endpoint's allocations, for `no-leak`: every
     /// allocation of the device's memory opens an entry when made and
-    /// closes it when freed. `None` (the default): not accounted.
+    /// closes it when freed. `None` (the default): not accounted by a
+    /// ledger (see [`memory_in_use`](DeviceEndpoint::memory_in_use)).
     fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
         None
     }
+
+    /// The memory in use on the device now, as the device counts it (live
+    /// allocations, bytes, or both): what real devices expose, and all
+    /// `no-leak` needs from level V2 on. The suite samples it before a case
+    /// and after the case's tensors were dropped and the device settled
+    /// ([`settle`](DeviceEndpoint::settle)); a growth that persists is a
+    /// leak. `None` (the default): not counted.
+    ///
+    /// Whatever a device counts must see what a transfer puts there: while
+    /// a case's input (on a source) or output (on a destination) is alive,
+    /// the count must have risen. Where it never does, the accounting is
+    /// broken and `no-leak` is a skip with that reason, never a pass.
+    fn memory_in_use(&self) -> Option<MemoryInUse> {
+        None
+    }
+
+    /// Wait until memory work the device does in the background (frees it
+    /// defers, a copy worker's buffers) is done, so that
+    /// [`memory_in_use`](DeviceEndpoint::memory_in_use) is settled. The
+    /// default does nothing: a device that frees as tensors drop.
+    fn settle(&self) {}
 
     /// Whether the device can run here. An unavailable device makes every
     /// case of its routes a skip with the reason; [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV)
@@ -328,6 +353,9 @@ pub fn stage_via_host(
 #[derive(Clone)]
 pub struct Endpoint {
     adapter: Arc<dyn DeviceEndpoint>,
+    /// The cases running on the device now, shared by every clone: a case
+    /// that ran alone owns every allocation made meanwhile.
+    activity: Arc<Activity>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -339,14 +367,32 @@ impl fmt::Debug for Endpoint {
 impl Endpoint {
     /// An endpoint on the device `adapter` describes.
     pub fn new(adapter: impl DeviceEndpoint) -> Self {
-        Self {
-            adapter: Arc::new(adapter),
-        }
+        Self::from_arc(Arc::new(adapter))
     }
 
     /// An endpoint on a shared adapter.
     pub fn from_arc(adapter: Arc<dyn DeviceEndpoint>) -> Self {
-        Self { adapter }
+        Self {
+            adapter,
+            activity: Arc::default(),
+        }
+    }
+
+    /// A case starts on this device; the stay says, at its end, whether
+    /// another case ran on it meanwhile.
+    pub(crate) fn enter(&self) -> Stay {
+        self.activity.enter()
+    }
+
+    /// The memory in use on the device, as it counts it
+    /// ([`DeviceEndpoint::memory_in_use`]).
+    pub fn memory_in_use(&self) -> Option<MemoryInUse> {
+        self.adapter.memory_in_use()
+    }
+
+    /// Let the device settle ([`DeviceEndpoint::settle`]).
+    pub fn settle(&self) {
+        self.adapter.settle();
     }
 
     /// The adapter.

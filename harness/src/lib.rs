@@ -22,6 +22,7 @@
 //! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 //! ```
 
+mod accounting;
 mod adapters;
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
@@ -30,6 +31,7 @@ mod case;
 mod completion;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod effects;
 mod endpoint;
 mod error;
 mod gate;
@@ -47,11 +49,13 @@ mod stage;
 pub mod strategy;
 mod watchdog;
 
+pub use accounting::{Leak, MemoryGrowth, MemoryInUse, PhaseMemory};
 pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint};
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::FUZZ_PROFILE;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
 pub use completion::CompletionState;
+pub use effects::{ChangedOutput, HeldOutputs, InputReads};
 pub use endpoint::{
     Availability, DeviceEndpoint, Endpoint, ReadBack, declared_ingress, device_required,
     stage_via_host,

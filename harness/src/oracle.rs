@@ -337,29 +337,62 @@ impl Oracle {
                 check_output(case, route, returned, &mut judgement)
             }
         }
-        match &outcome.leaks {
-            LeakCheck::Checked(leaks) if !leaks.is_empty() => {
-                let bytes: usize = leaks.iter().map(|leak| leak.allocation.bytes).sum();
-                let listed: Vec<String> = leaks
-                    .iter()
-                    .map(|leak| format!("{} on {}", leak.allocation, leak.endpoint))
-                    .collect();
-                judgement.violate(
-                    Rule::NoLeak,
-                    format!(
-                        "{} allocation(s) ({bytes} bytes) made during the case are still live after its tensors were dropped: {}",
-                        leaks.len(),
-                        listed.join(", ")
-                    ),
-                );
-            }
-            LeakCheck::Checked(_) => {}
-            LeakCheck::Unchecked(reason) => judgement.skip(Rule::NoLeak, reason),
-        }
+        check_leaks(&outcome.leaks, &mut judgement);
+        check_input(case, &outcome.input, &mut judgement);
+        check_held(outcome.held.as_ref(), &mut judgement);
         check_agreement(&outcome.runtime, &mut judgement);
         judgement.skip(Rule::CapabilityHonesty, INSIDE_CAPABILITIES);
         judgement.finish()
     }
+}
+
+/// A held output that changed, in words.
+fn changed_message(changed: &crate::ChangedOutput) -> String {
+    match &changed.after {
+        Some(after) => format!(
+            "the output of case {}, still held by the caller, changed after the call of case {after}: {}",
+            changed.case, changed.difference
+        ),
+        None => format!(
+            "the output of case {}, still held by the caller, had changed when it was read at the end of the route: {}",
+            changed.case, changed.difference
+        ),
+    }
+}
+
+impl Oracle {
+    /// Judge what a pass that held outputs found when it read them again:
+    /// `output-stable` alone (every other rule is judged on the cases
+    /// themselves).
+    pub fn judge_held(&self, held: &crate::HeldOutputs) -> Judgement {
+        let mut judgement = Judgement::empty();
+        check_held(Some(held), &mut judgement);
+        only(
+            judgement,
+            Rule::OutputStable,
+            "judged on the cases themselves, not on the outputs held over the pass",
+        )
+    }
+
+    /// Judge the memory a phase of cases left behind on the devices
+    /// ([`crate::PhaseMemory`]): `no-leak` alone.
+    pub fn judge_phase_memory(&self, leaks: &LeakCheck) -> Judgement {
+        let mut judgement = Judgement::empty();
+        check_leaks(leaks, &mut judgement);
+        only(
+            judgement,
+            Rule::NoLeak,
+            "judged on the cases themselves, not on the memory over the phase",
+        )
+    }
+}
+
+/// `judgement` with every rule but `kept` unchecked for `reason`.
+fn only(mut judgement: Judgement, kept: Rule, reason: &str) -> Judgement {
+    for rule in Rule::ALL.into_iter().filter(|rule| *rule != kept) {
+        judgement.skip(rule, reason);
+    }
+    judgement.finish()
 }
 
 /// Why a case the watchdog abandoned on a short deadline is not judged.
@@ -373,6 +406,125 @@ pub fn abandoned_reason(limit: std::time::Duration, hung_on: &str) -> String {
 /// binds only cases outside the declared capabilities
 /// ([`Oracle::judge_outside`]).
 pub const INSIDE_CAPABILITIES: &str = "the case is inside the declared capabilities";
+
+/// `no-leak`: what the accounting of the devices left behind.
+fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
+    let found = match leaks {
+        LeakCheck::Checked(found) => found,
+        LeakCheck::Unchecked(reason) => return judgement.skip(Rule::NoLeak, reason),
+    };
+    let allocations: Vec<&crate::LeakedAllocation> = found
+        .iter()
+        .filter_map(|leak| match leak {
+            crate::Leak::Allocation(allocation) => Some(allocation),
+            _ => None,
+        })
+        .collect();
+    if !allocations.is_empty() {
+        let bytes: usize = allocations.iter().map(|leak| leak.allocation.bytes).sum();
+        let listed: Vec<String> = allocations
+            .iter()
+            .map(|leak| format!("{} on {}", leak.allocation, leak.endpoint))
+            .collect();
+        judgement.violate(
+            Rule::NoLeak,
+            format!(
+                "{} allocation(s) ({bytes} bytes) made during the case are still live after its tensors were dropped: {}",
+                allocations.len(),
+                listed.join(", ")
+            ),
+        );
+    }
+    for leak in found {
+        if let crate::Leak::Growth { endpoint, growth } = leak {
+            judgement.violate(
+                Rule::NoLeak,
+                format!(
+                    "the memory in use on {endpoint}, as the device counts it, grew by {growth} over the case and stayed grown after its tensors were dropped and the device settled"
+                ),
+            );
+        }
+    }
+}
+
+/// `input-intact`: the input's backing, read before the call, right after
+/// it and after the output was dropped, must not change.
+fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mut Judgement) {
+    let before = match &reads.before {
+        ReadBack::Bytes(bytes) => bytes,
+        ReadBack::NotReadable { reason } => return judgement.skip(Rule::InputIntact, reason),
+        ReadBack::Failed { reason } => {
+            return judgement.skip(
+                Rule::InputIntact,
+                &format!("the input could not be read before the call: {reason}"),
+            );
+        }
+    };
+    let backing: Vec<usize> = match case.layout() {
+        crate::Layout::View(view) => view.backing_shape.clone(),
+        _ => case.shape().to_vec(),
+    };
+    let mut compared = false;
+    for (when, read) in [
+        ("as soon as the provider returned", &reads.after_return),
+        ("after the output was read and dropped", &reads.after_drop),
+    ] {
+        let Some(read) = read else { continue };
+        match read {
+            ReadBack::Bytes(after) => {
+                compared = true;
+                if let Some(difference) = compare_images(case.dtype(), &backing, before, after) {
+                    judgement.violate(
+                        Rule::InputIntact,
+                        format!(
+                            "the transfer changed its input, a borrow the caller still owns: read {when}, the input's backing{} has changed: {difference}",
+                            if matches!(case.layout(), crate::Layout::View(_)) {
+                                " (the view's gaps included)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                    return;
+                }
+            }
+            ReadBack::Failed { reason } => {
+                judgement.violate(
+                    Rule::InputIntact,
+                    format!("the input could not be read back {when}: {reason}"),
+                );
+                return;
+            }
+            ReadBack::NotReadable { .. } => {}
+        }
+    }
+    if !compared {
+        judgement.skip(
+            Rule::InputIntact,
+            "the input was not read again after the call (the provider never returned)",
+        );
+    }
+}
+
+/// `output-stable`: outputs of earlier cases the rig held must not have
+/// changed after this one.
+fn check_held(held: Option<&crate::HeldOutputs>, judgement: &mut Judgement) {
+    let Some(held) = held else {
+        return judgement.skip(
+            Rule::OutputStable,
+            "no earlier output is held on this path (the route's pass that holds outputs checks the rule)",
+        );
+    };
+    for changed in &held.changed {
+        judgement.violate(Rule::OutputStable, changed_message(changed));
+    }
+    if held.reread == 0 && held.changed.is_empty() {
+        judgement.skip(
+            Rule::OutputStable,
+            "no earlier output was held when this case ran",
+        );
+    }
+}
 
 fn skip_output_rules(judgement: &mut Judgement, reason: &str) {
     for rule in OUTPUT_RULES {
@@ -610,8 +762,19 @@ fn check_agreement(runtime: &RuntimeVerdict, judgement: &mut Judgement) {
 
 /// Compare the output image with the case's, element by element.
 fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
-    let width = element_width(case.dtype())?;
-    let expected = case.values();
+    compare_images(case.dtype(), case.shape(), case.values(), actual)
+}
+
+/// Compare two images of `dtype` elements laid out in `shape`, element by
+/// element: `None` when equal, else how many differ and the first and last.
+pub(crate) fn compare_images(
+    dtype: DType,
+    shape: &[usize],
+    expected: &[u8],
+    actual: &[u8],
+) -> Option<String> {
+    let width = element_width(dtype)?;
+    let count = expected.len() / width;
     if actual.len() != expected.len() {
         return Some(format!(
             "the output buffer was read as {} elements ({} bytes), its shape and length say {} ({} bytes): map_read handed out a different number of elements than len reports",
@@ -632,21 +795,20 @@ fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
         .collect();
     let (&first, &last) = (wrong.first()?, wrong.last()?);
     let describe = |index: usize| {
-        let element =
-            |image: &[u8], at: usize| render(case.dtype(), &image[at * width..(at + 1) * width]);
+        let element = |image: &[u8], at: usize| render(dtype, &image[at * width..(at + 1) * width]);
         let before = if index > 0 {
             format!("[{}] {}, ", index - 1, element(actual, index - 1))
         } else {
             String::new()
         };
-        let after = if index + 1 < case.len() {
+        let after = if index + 1 < count {
             format!(", [{}] {}", index + 1, element(actual, index + 1))
         } else {
             String::new()
         };
         format!(
             "at {:?} (element {index}): expected {}, actual {}; actual around it: {before}*[{index}] {}*{after}",
-            unravel(index, case.shape()),
+            unravel(index, shape),
             element(expected, index),
             element(actual, index),
             element(actual, index),
@@ -655,7 +817,7 @@ fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
     let mut message = format!(
         "{} of {} elements differ; first {}",
         wrong.len(),
-        case.len(),
+        count,
         describe(first)
     );
     if last != first {

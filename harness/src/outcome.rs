@@ -195,14 +195,15 @@ pub struct LeakedAllocation {
     pub allocation: Allocation,
 }
 
-/// What the allocation ledgers said after a case's tensors were dropped.
+/// What the devices' accounting (ledgers, or counts of memory in use)
+/// said after a case's tensors were dropped.
 #[derive(Clone, Debug, Eq, PartialEq)]
 #[non_exhaustive]
 pub enum LeakCheck {
-    /// The ledgers were read: these allocations made during the case are
-    /// still live (empty: no leak).
-    Checked(Vec<LeakedAllocation>),
-    /// The ledgers could not be read, and why.
+    /// The accounting was read and vouches for the case: what it left
+    /// behind (empty: no leak).
+    Checked(Vec<crate::Leak>),
+    /// No accounting could vouch for the case, and why.
     Unchecked(String),
 }
 
@@ -220,6 +221,12 @@ pub struct Outcome {
     pub trace: Vec<TraceEvent>,
     /// Allocations the case left behind.
     pub leaks: LeakCheck,
+    /// The input's backing storage before, right after and well after the
+    /// call (`input-intact`).
+    pub input: crate::InputReads,
+    /// The outputs of earlier cases the rig held, read again after this
+    /// one (`output-stable`); `None` where the rig holds none.
+    pub held: Option<crate::HeldOutputs>,
 }
 
 impl Outcome {

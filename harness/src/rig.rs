@@ -1,8 +1,8 @@
 //! `Rig`: a real tenferro `Runtime` built around the provider under test
 //! for one route, with a program that can only run if the input moves.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -14,10 +14,13 @@ use tenferro_runtime::{
 };
 use tenferro_tensor::{DType, TensorRead};
 
+use crate::accounting::{CaseOnEndpoint, Sample, combine, judge_endpoint};
+use crate::effects::{output_image, read_backing};
+use crate::oracle::compare_images;
 use crate::spy::panic_message;
 use crate::stage::with_input;
 use crate::{
-    Case, HarnessError, Layout, LeakCheck, LeakedAllocation, Outcome, Route, RuntimeOutput,
+    Case, HarnessError, InputReads, Layout, LeakCheck, Outcome, Route, RuntimeOutput,
     RuntimeVerdict, Spy,
 };
 
@@ -62,6 +65,34 @@ pub struct Rig {
     event_domains: (EventDomainId, EventDomainId),
     programs: HashMap<(DType, Vec<usize>), CompiledGraph>,
     prepared: HashMap<Signature, Prepared>,
+    /// Whether runtime outputs are held ([`Rig::keep_outputs`]).
+    keeping: bool,
+    /// The outputs held, oldest first.
+    held: VecDeque<Held>,
+}
+
+/// How many recent outputs a rig holds, besides the previous one of each
+/// dtype and length.
+pub const HOLD_RECENT: usize = 4;
+
+/// An output the rig holds, with the bytes it had when it was returned.
+struct Held {
+    case: String,
+    dtype: DType,
+    shape: Vec<usize>,
+    len: usize,
+    output: tenferro_tensor::Tensor,
+    bytes: Vec<u8>,
+}
+
+/// What the staged part of a case produced.
+struct Ran {
+    verdict: RuntimeVerdict,
+    kept: Option<tenferro_tensor::Tensor>,
+    input_before: crate::ReadBack,
+    input_after: crate::ReadBack,
+    /// Whether the source's accounting showed the staged input.
+    staged: bool,
 }
 
 impl std::fmt::Debug for Rig {
@@ -84,7 +115,7 @@ impl Rig {
     /// the provider registration.
     pub fn new(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
         route.gate()?;
-        let spy = Arc::new(Spy::with_destination(provider, route.destination().clone()));
+        let spy = Arc::new(Spy::on_route(provider, &route));
         let mut builder = Runtime::builder();
         let config = |what: &str| {
             let what = what.to_owned();
@@ -130,6 +161,8 @@ impl Rig {
             event_domains,
             programs: HashMap::new(),
             prepared: HashMap::new(),
+            keeping: false,
+            held: VecDeque::new(),
         })
     }
 
@@ -159,50 +192,84 @@ impl Rig {
         &self.trace
     }
 
-    /// The live allocations this thread holds on each endpoint's ledger.
-    fn ledger_ids(&self) -> Vec<Vec<u64>> {
-        let me = std::thread::current().id();
-        [self.route.source(), self.route.destination()]
-            .into_iter()
-            .map(|endpoint| {
-                endpoint
-                    .ledger()
-                    .map(|ledger| ledger.live_ids_of(me))
-                    .unwrap_or_default()
-            })
-            .collect()
+    /// Keep the runtime's output of every later case alive (up to
+    /// [`HOLD_RECENT`] recent ones, and always the previous output of the
+    /// same dtype and length), and read the held outputs again after each
+    /// case (`output-stable`). While outputs are held, `no-leak` is not
+    /// judged case by case: memory kept alive on purpose is no leak, and
+    /// the caller judges the memory around the whole pass. Release them
+    /// with [`Rig::release_outputs`].
+    pub fn keep_outputs(&mut self, keep: bool) {
+        self.keeping = keep;
+        if !keep {
+            self.held.clear();
+        }
     }
 
-    /// Allocations made on this thread since `before` and still live.
-    fn leaks_since(&self, before: &[Vec<u64>]) -> LeakCheck {
-        let endpoints = [self.route.source(), self.route.destination()];
-        if endpoints.iter().all(|endpoint| endpoint.ledger().is_none()) {
-            return LeakCheck::Unchecked(format!(
-                "neither {} nor {} keeps an allocation ledger (its adapter accounts no allocations), so leaks cannot be seen",
-                self.route.source().name(),
-                self.route.destination().name()
-            ));
-        }
-        let me = std::thread::current().id();
-        let mut leaked = Vec::new();
-        for (endpoint, before) in endpoints.into_iter().zip(before) {
-            let Some(ledger) = endpoint.ledger() else {
+    /// Read every held output one last time, then drop them all: the
+    /// outputs that changed since they were returned (`output-stable` at
+    /// the end of a route).
+    pub fn release_outputs(&mut self) -> crate::HeldOutputs {
+        let seen = self.reread_held(None, None);
+        self.held.clear();
+        seen
+    }
+
+    /// Read the held outputs again (`except` the one just kept), after the
+    /// call of case `after` (`None`: as they are released).
+    fn reread_held(&self, except: Option<usize>, after: Option<&str>) -> crate::HeldOutputs {
+        let mut seen = crate::HeldOutputs::default();
+        for (index, held) in self.held.iter().enumerate() {
+            if Some(index) == except {
                 continue;
+            }
+            seen.reread += 1;
+            let difference = match output_image(&held.output) {
+                Ok(now) => compare_images(held.dtype, &held.shape, &held.bytes, &now),
+                Err(reason) => Some(format!("it could not be read again: {reason}")),
             };
-            leaked.extend(
-                ledger
-                    .live_allocations()
-                    .into_iter()
-                    .filter(|allocation| {
-                        allocation.thread == me && !before.contains(&allocation.id)
-                    })
-                    .map(|allocation| LeakedAllocation {
-                        endpoint: endpoint.name().to_owned(),
-                        allocation,
-                    }),
-            );
+            if let Some(difference) = difference {
+                seen.changed.push(crate::ChangedOutput {
+                    case: held.case.clone(),
+                    after: after.map(str::to_owned),
+                    difference,
+                });
+            }
         }
-        LeakCheck::Checked(leaked)
+        seen
+    }
+
+    /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
+    /// oldest beyond [`HOLD_RECENT`] but never the latest of a dtype and
+    /// length; returns the index of the one just held.
+    fn hold(&mut self, case: &Case, output: tenferro_tensor::Tensor, bytes: Vec<u8>) -> usize {
+        let key = (case.dtype(), case.len());
+        // The previous output of the same size is kept whatever its age;
+        // so are the most recent ones.
+        let same_size: Option<usize> = self
+            .held
+            .iter()
+            .rposition(|held| (held.dtype, held.len) == key);
+        while self.held.len() >= HOLD_RECENT {
+            match (0..self.held.len()).find(|&index| Some(index) != same_size) {
+                Some(oldest) => {
+                    self.held.remove(oldest);
+                }
+                None => break,
+            }
+            if self.held.len() < HOLD_RECENT {
+                break;
+            }
+        }
+        self.held.push_back(Held {
+            case: case_words(case),
+            dtype: case.dtype(),
+            shape: case.shape().to_vec(),
+            len: case.len(),
+            output,
+            bytes,
+        });
+        self.held.len() - 1
     }
 
     /// Run one case.
@@ -225,7 +292,16 @@ impl Rig {
         }
         self.trace.take();
         let _traced = trace::install(Arc::clone(&self.trace));
-        let ledgers_before = self.ledger_ids();
+        let counted = self.route.counts_memory();
+        let stays = [
+            self.route.source().enter(),
+            self.route.destination().enter(),
+        ];
+        let before = [
+            Sample::of(self.route.source(), counted),
+            Sample::of(self.route.destination(), counted),
+        ];
+        let keeping = self.keeping;
         let Self {
             route,
             runtime,
@@ -241,62 +317,154 @@ impl Rig {
             Entry::Vacant(entry) => entry.insert(identity_program(case.dtype(), case.shape())?),
         };
         spy.take();
-        let runtime_verdict = with_input(
-            route.source(),
-            case,
-            |input| -> Result<RuntimeVerdict, HarnessError> {
-                let plan = match prepared.entry(signature) {
-                    Entry::Occupied(entry) => entry.into_mut(),
-                    Entry::Vacant(entry) => entry.insert(
-                        runtime
-                            .prepare(
-                                program,
-                                std::slice::from_ref(&input),
-                                &[source.target(), destination.target()],
-                            )
-                            .map_err(|error| HarnessError::Prepare {
-                                route: route.label(),
-                                source: Box::new(error),
-                            })?,
-                    ),
-                };
-                let run = catch_unwind(AssertUnwindSafe(|| {
-                    let mut engines: [&mut dyn ExecutionEngine; 2] =
-                        [source.as_mut(), destination.as_mut()];
-                    match runtime.run(&mut engines, plan, std::slice::from_ref(&input)) {
-                        Ok(outputs) => match outputs.first() {
-                            Some(output) => Ok(observe(output.read())),
-                            None => Err(RuntimeVerdict::Other {
-                                message: "the run returned no output".into(),
-                                chain: vec![],
-                            }),
-                        },
-                        Err(error) => Err(RuntimeVerdict::classify(&error, spy.last().as_ref())),
-                    }
-                }));
-                Ok(match run {
-                    Ok(Ok(output)) => RuntimeVerdict::Accepted(output),
-                    Ok(Err(verdict)) => verdict,
-                    Err(payload) => RuntimeVerdict::Unwound {
+        let ran = with_input(route.source(), case, |input| -> Result<Ran, HarnessError> {
+            let input_before = read_backing(route.source(), &input);
+            let staged = Sample::of(route.source(), counted).shows_more_than(&before[0]);
+            let plan = match prepared.entry(signature) {
+                Entry::Occupied(entry) => entry.into_mut(),
+                Entry::Vacant(entry) => entry.insert(
+                    runtime
+                        .prepare(
+                            program,
+                            std::slice::from_ref(&input),
+                            &[source.target(), destination.target()],
+                        )
+                        .map_err(|error| HarnessError::Prepare {
+                            route: route.label(),
+                            source: Box::new(error),
+                        })?,
+                ),
+            };
+            let run = catch_unwind(AssertUnwindSafe(|| {
+                let mut engines: [&mut dyn ExecutionEngine; 2] =
+                    [source.as_mut(), destination.as_mut()];
+                match runtime.run(&mut engines, plan, std::slice::from_ref(&input)) {
+                    Ok(outputs) => match outputs.into_iter().next() {
+                        Some(output) => {
+                            let observed = observe(output.read());
+                            // Held only when asked: held, it keeps the
+                            // provider's allocation alive where the
+                            // destination engine's reshape aliases it.
+                            let kept = keeping.then(|| output.into_owned()).flatten();
+                            Ok((observed, kept))
+                        }
+                        None => Err(RuntimeVerdict::Other {
+                            message: "the run returned no output".into(),
+                            chain: vec![],
+                        }),
+                    },
+                    Err(error) => Err(RuntimeVerdict::classify(&error, spy.last().as_ref())),
+                }
+            }));
+            let (verdict, kept) = match run {
+                Ok(Ok((output, kept))) => (RuntimeVerdict::Accepted(output), kept),
+                Ok(Err(verdict)) => (verdict, None),
+                Err(payload) => (
+                    RuntimeVerdict::Unwound {
                         message: panic_message(payload.as_ref()),
                     },
-                })
-            },
-        )??;
+                    None,
+                ),
+            };
+            // The transfer's output was read and dropped (unless held).
+            let input_after = read_backing(route.source(), &input);
+            Ok(Ran {
+                verdict,
+                kept,
+                input_before,
+                input_after,
+                staged,
+            })
+        })??;
+        let runtime_verdict = ran.verdict;
         let calls = spy.take();
         if calls.is_empty() {
             lost_call(&runtime_verdict, route)?;
         }
-        // Every tensor of the case (input, transfer, output) is dropped now.
-        let leaks = self.leaks_since(&ledgers_before);
+        let after_return = calls
+            .first()
+            .and_then(|call| call.input_after_return.clone());
+        let saw_output = calls.first().and_then(|call| call.destination_saw_output);
+        let words = case_words(case);
+        let held = match (ran.kept, &runtime_verdict) {
+            (Some(output), RuntimeVerdict::Accepted(observed)) => match &observed.bytes {
+                Ok(bytes) => {
+                    let index = self.hold(case, output, bytes.clone());
+                    Some(self.reread_held(Some(index), Some(&words)))
+                }
+                Err(_) => Some(self.reread_held(None, Some(&words))),
+            },
+            _ if self.keeping => Some(self.reread_held(None, Some(&words))),
+            _ => None,
+        };
+        // Every tensor of the case (input, transfer, output) is dropped
+        // now, but the outputs held on purpose.
+        let leaks = if self.keeping {
+            LeakCheck::Unchecked(
+                "the outputs of this pass are kept alive on purpose (output-stable), so its memory is judged over the whole pass, not case by case".to_owned(),
+            )
+        } else {
+            let thread = std::thread::current().id();
+            let findings = [
+                CaseOnEndpoint {
+                    endpoint: self.route.source(),
+                    before: &before[0],
+                    saw_its_tensor: before[0].accounts().then_some(ran.staged),
+                    tensor: "the staged input",
+                    alone: stays[0].alone(),
+                    thread,
+                },
+                CaseOnEndpoint {
+                    endpoint: self.route.destination(),
+                    before: &before[1],
+                    saw_its_tensor: saw_output,
+                    tensor: "the output the provider returned",
+                    alone: stays[1].alone(),
+                    thread,
+                },
+            ]
+            .iter()
+            .map(|case| judge_endpoint(case, counted))
+            .collect();
+            combine(
+                findings,
+                format!(
+                    "neither {} nor {} accounts its memory (its adapter keeps no ledger{}), so leaks cannot be seen",
+                    self.route.source().name(),
+                    self.route.destination().name(),
+                    if counted {
+                        " and counts nothing"
+                    } else {
+                        "; counts of memory in use judge no-leak from level v2"
+                    }
+                ),
+            )
+        };
+        drop(stays);
         Ok(Outcome {
             runtime: runtime_verdict,
             calls,
             snapshot_event_domains: self.event_domains,
             trace: self.trace.take(),
             leaks,
+            input: InputReads {
+                before: ran.input_before,
+                after_return,
+                after_drop: Some(ran.input_after),
+            },
+            held,
         })
     }
+}
+
+/// `F32 [7, 3] owned`: a case in words, for messages.
+pub(crate) fn case_words(case: &Case) -> String {
+    format!(
+        "{:?} {:?} {}",
+        case.dtype(),
+        case.shape(),
+        case.layout_label()
+    )
 }
 
 /// A run that ended as if the provider had been called, with no call in

@@ -104,6 +104,9 @@ impl fmt::Display for StorageRule {
 pub struct Route {
     source: Endpoint,
     destination: Endpoint,
+    /// Whether `no-leak` uses the devices' counts of memory in use
+    /// ([`Route::counting_memory`]).
+    counts_memory: bool,
 }
 
 impl Route {
@@ -126,7 +129,23 @@ impl Route {
         Ok(Self {
             source,
             destination,
+            counts_memory: true,
         })
+    }
+
+    /// The route with `no-leak` judged from the devices' counts of memory
+    /// in use ([`DeviceEndpoint::memory_in_use`](crate::DeviceEndpoint::memory_in_use))
+    /// where they keep no ledger (`true`, the default), or from ledgers
+    /// only (`false`: what level V1 of the conformance suite checks).
+    #[must_use]
+    pub fn counting_memory(mut self, counts: bool) -> Self {
+        self.counts_memory = counts;
+        self
+    }
+
+    /// Whether `no-leak` uses the devices' counts of memory in use.
+    pub fn counts_memory(&self) -> bool {
+        self.counts_memory
     }
 
     /// The source endpoint.

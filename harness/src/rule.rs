@@ -34,6 +34,8 @@ macro_rules! __rule_catalogue {
             NoLeak no_leak "no-leak" V1 "Every allocation is released with its tensor.",
             CapabilityHonesty capability_honesty "capability-honesty" V1 "An input outside the declared capabilities gets a typed `Err`.",
             RuntimeAgreement runtime_agreement "runtime-agreement" V1 "The suite's verdict agrees with the runtime's.",
+            InputIntact input_intact "input-intact" V2 "The input, a borrow, is unchanged by the transfer.",
+            OutputStable output_stable "output-stable" V2 "An output keeps its bytes as long as the caller holds it.",
         ] }
     };
 }
@@ -149,6 +151,12 @@ impl Rule {
             Rule::RuntimeAgreement => {
                 "The suite's verdict on the runtime-checked rules equals the runtime's own verdict."
             }
+            Rule::InputIntact => {
+                "The transfer leaves its input as it found it: every byte of the input's backing storage, a view's gaps included, is the same after the call as before."
+            }
+            Rule::OutputStable => {
+                "An output keeps its bytes for as long as the caller holds it: a later transfer never writes into a tensor returned before."
+            }
         }
     }
 
@@ -194,6 +202,12 @@ impl Rule {
             Rule::RuntimeAgreement => {
                 "validate_transfer_output (runtime/execution.rs): its check order dtype, shape, buffer-length, placement, residency"
             }
+            Rule::InputIntact => {
+                "TransferRequest (runtime/transfer.rs): \"Borrowed request passed to a TransferProvider\"; the input is a TensorRead, a borrow the caller still owns"
+            }
+            Rule::OutputStable => {
+                "TransferProvider::transfer_blocking docs (runtime/transfer.rs): the returned Tensor is owned by the caller and immediately readable by the destination"
+            }
         }
     }
 
@@ -231,13 +245,19 @@ impl Rule {
                 "The Watchdog runs each case on a worker thread; a case that overruns its deadline is reported with the request in flight (or the returned storage's method that hung) and the event-domain trace, the hung thread is released or given up, and the next case runs."
             }
             Rule::NoLeak => {
-                "The endpoints' allocation ledgers are read before the case and after all its tensors are dropped; allocations the case's thread made and left live are leaks. Plain host memory keeps no ledger."
+                "The devices' accounting is read before the case and after all its tensors are dropped and the devices settled: a ledger lists the allocations made meanwhile and still live (on any thread when the case ran alone on the device, on its own thread otherwise; others that cannot be attributed make the case unchecked), and from level v2 a device's counts of memory in use must not have grown. Accounting that did not see the case's input or output while it was alive vouches for nothing: the rule is then not checked. The memory over a pass that holds outputs, and over the concurrent calls, is judged as a whole. Plain host memory accounts nothing."
             }
             Rule::CapabilityHonesty => {
                 "The suite stages inputs just outside the declared capabilities (an undeclared dtype, a view when views are not declared, one element more than the declared maximum) and requires the provider to return Err; an Ok is reported with whatever else was wrong with it. Unchecked when the declared capabilities cover every case the suite can draw."
             }
             Rule::RuntimeAgreement => {
                 "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted. The request's event-domain ids must be the snapshot's, and a transfer to a simulated device must launch in its event domain."
+            }
+            Rule::InputIntact => {
+                "The rig reads the input's whole backing storage (a view's gaps too) through the source before the call, again as soon as the provider returns, and again after the output was read and dropped; any changed byte is a violation naming the first changed element. Not checked where the source cannot be read back."
+            }
+            Rule::OutputStable => {
+                "The rig keeps recent outputs alive (the last few, and always the previous output of the same dtype and length, which the suite runs next to each other) and reads them again after each later call and at the end of the route; a changed byte names the case whose output changed and the call after which it was seen."
             }
         }
     }

@@ -17,6 +17,8 @@ use tenferro_tensor::{
     AllocationDomainId, DType, HostAccessError, Placement, StorageBuffer, Tensor, TensorRead,
 };
 
+use crate::accounting::Sample;
+use crate::effects::read_backing;
 use crate::{CompletionState, Endpoint, ReadBack};
 
 /// What the runtime asked the provider for.
@@ -332,6 +334,15 @@ pub struct SpyRecord {
     pub request: RequestRecord,
     /// How it ended.
     pub result: ProviderResult,
+    /// The input's whole backing storage, read through the source as soon
+    /// as the provider returned (`None` when the Spy was not told the
+    /// source, or the call never returned).
+    pub input_after_return: Option<ReadBack>,
+    /// Whether the destination's accounting (its ledger, or its counts
+    /// where the route uses them) showed an allocation made during the
+    /// call and alive at its return: the output it was handed. `None` where
+    /// the destination accounts nothing, or nothing was returned.
+    pub destination_saw_output: Option<bool>,
 }
 
 /// Wraps the provider under test.
@@ -342,6 +353,9 @@ pub struct SpyRecord {
 pub struct Spy {
     inner: Arc<dyn TransferProvider>,
     destination: Option<Endpoint>,
+    source: Option<Endpoint>,
+    /// Whether the destination's counts of memory in use are sampled.
+    counts_memory: bool,
     records: Mutex<Vec<SpyRecord>>,
     in_flight: Mutex<Option<RequestRecord>>,
     stage: Mutex<Option<&'static str>>,
@@ -353,6 +367,8 @@ impl Spy {
         Self {
             inner,
             destination: None,
+            source: None,
+            counts_memory: false,
             records: Mutex::new(Vec::new()),
             in_flight: Mutex::new(None),
             stage: Mutex::new(None),
@@ -364,6 +380,19 @@ impl Spy {
     pub fn with_destination(inner: Arc<dyn TransferProvider>, destination: Endpoint) -> Self {
         Self {
             destination: Some(destination),
+            ..Self::new(inner)
+        }
+    }
+
+    /// Spy on `inner` on `route`: completion asked of its destination, the
+    /// input read back through its source after each call
+    /// (`input-intact`), and the destination's accounting sampled around
+    /// each call (the evidence `no-leak` needs).
+    pub fn on_route(inner: Arc<dyn TransferProvider>, route: &crate::Route) -> Self {
+        Self {
+            destination: Some(route.destination().clone()),
+            source: Some(route.source().clone()),
+            counts_memory: route.counts_memory(),
             ..Self::new(inner)
         }
     }
@@ -457,7 +486,30 @@ impl TransferProvider for Spy {
             launch_domain: asked.launch_domain,
         });
         self.set_in_flight(Some(asked.clone()));
+        let input = request.input().clone();
+        let accounted = self
+            .destination
+            .as_ref()
+            .map(|destination| Sample::of(destination, self.counts_memory))
+            .filter(Sample::accounts);
         let result = catch_unwind(AssertUnwindSafe(|| self.inner.transfer_blocking(request)));
+        // The borrowed input, read again before anything else runs.
+        let input_after_return = self
+            .source
+            .as_ref()
+            .map(|source| read_backing(source, &input));
+        let destination_saw_output = match (&result, &accounted, &self.destination) {
+            (Ok(Ok(_)), Some(before), Some(destination)) => {
+                Some(Sample::of(destination, self.counts_memory).shows_more_than(before))
+            }
+            _ => None,
+        };
+        let effects = |request, result| SpyRecord {
+            request,
+            result,
+            input_after_return: input_after_return.clone(),
+            destination_saw_output,
+        };
         trace::record(TraceEvent::ProviderReturned {
             how: match &result {
                 Ok(Ok(_)) => "ok",
@@ -470,31 +522,28 @@ impl TransferProvider for Spy {
                 // The request stays in flight while the returned storage is
                 // read: a hang there is the provider's too.
                 let returned = ReturnedTensor::of(&tensor, self.destination.as_ref(), Some(self));
-                self.push(SpyRecord {
-                    request: asked,
-                    result: ProviderResult::Returned(returned),
-                });
+                self.push(effects(asked, ProviderResult::Returned(returned)));
                 Ok(tensor)
             }
             Ok(Err(error)) => {
-                self.push(SpyRecord {
-                    request: asked,
-                    result: ProviderResult::Failed {
+                self.push(effects(
+                    asked,
+                    ProviderResult::Failed {
                         message: error.to_string(),
                         chain: source_chain(&error),
                         device_error: device_error_in(&error),
                     },
-                });
+                ));
                 Err(error)
             }
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
-                self.push(SpyRecord {
-                    request: asked,
-                    result: ProviderResult::Panicked {
+                self.push(effects(
+                    asked,
+                    ProviderResult::Panicked {
                         message: message.clone(),
                     },
-                });
+                ));
                 Err(tenferro_runtime::Error::Internal(format!(
                     "transfer provider panicked: {message}"
                 )))

@@ -190,29 +190,34 @@ impl RouteDeadline {
     }
 }
 
-/// `F32 [3, 4] owned`: a case in words, for messages.
-fn case_words(case: &Case) -> String {
-    format!(
-        "{:?} {:?} {}",
-        case.dtype(),
-        case.shape(),
-        case.layout_label()
-    )
-}
+use crate::rig::case_words;
 
 type Reply = Result<Outcome, HarnessError>;
+
+/// What the watchdog asks the worker.
+enum Job {
+    /// Run a case.
+    Run(Case),
+    /// Hold outputs from now on, or stop ([`Rig::keep_outputs`]).
+    Keep(bool),
+    /// Read the held outputs once more and drop them
+    /// ([`Rig::release_outputs`]).
+    Release,
+}
 
 /// What the worker tells the watchdog.
 enum Message {
     /// The case's outcome (boxed: an outcome is large, a park is not).
     Done(Box<Reply>),
+    /// The held outputs, read a last time before they were dropped.
+    Released(crate::HeldOutputs),
     /// The worker parked in a simulated hang ([`hold`]): only a release
     /// ends it, so the case will overrun any deadline.
     Parked,
 }
 
 struct Worker {
-    jobs: Sender<Case>,
+    jobs: Sender<Job>,
     replies: Receiver<Message>,
     thread: ThreadId,
     spy: Arc<Spy>,
@@ -222,7 +227,7 @@ struct Worker {
 
 impl Worker {
     fn spawn(route: &Route, provider: &Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
-        let (jobs, job_queue) = mpsc::channel::<Case>();
+        let (jobs, job_queue) = mpsc::channel::<Job>();
         let (reply, replies) = mpsc::channel::<Message>();
         let (ready, started) = mpsc::channel();
         let label = route.label();
@@ -249,8 +254,16 @@ impl Worker {
                 hold::on_park(Some(Box::new(move || {
                     let _ = parked.send(Message::Parked);
                 })));
-                while let Ok(case) = receive(&job_queue, None) {
-                    if reply.send(Message::Done(Box::new(rig.run(&case)))).is_err() {
+                while let Ok(job) = receive(&job_queue, None) {
+                    let message = match job {
+                        Job::Run(case) => Message::Done(Box::new(rig.run(&case))),
+                        Job::Keep(keep) => {
+                            rig.keep_outputs(keep);
+                            continue;
+                        }
+                        Job::Release => Message::Released(rig.release_outputs()),
+                    };
+                    if reply.send(message).is_err() {
                         return;
                     }
                 }
@@ -321,6 +334,8 @@ pub struct Watchdog {
     deadline: RouteDeadline,
     worker: Option<Worker>,
     lost_workers: usize,
+    /// Whether the worker holds outputs ([`Watchdog::keep_outputs`]).
+    keeping: bool,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -354,6 +369,7 @@ impl Watchdog {
             deadline: deadline.into(),
             worker: Some(worker),
             lost_workers: 0,
+            keeping: false,
         })
     }
 
@@ -377,6 +393,37 @@ impl Watchdog {
         self.lost_workers
     }
 
+    /// Hold the runtime's outputs from now on, or stop and drop them
+    /// ([`Rig::keep_outputs`]).
+    pub fn keep_outputs(&mut self, keep: bool) {
+        self.keeping = keep;
+        if let Some(worker) = &self.worker {
+            let _ = worker.jobs.send(Job::Keep(keep));
+        }
+    }
+
+    /// Read the held outputs a last time and drop them
+    /// ([`Rig::release_outputs`]); held outputs lost with a hung worker
+    /// are not read.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::WorkerDied`] when the worker does not answer within
+    /// the deadline.
+    pub fn release_outputs(&mut self) -> Result<crate::HeldOutputs, HarnessError> {
+        let Some(worker) = &self.worker else {
+            return Ok(crate::HeldOutputs::default());
+        };
+        let died = || HarnessError::WorkerDied {
+            route: self.route.label(),
+        };
+        worker.jobs.send(Job::Release).map_err(|_| died())?;
+        match receive(&worker.replies, Some(self.deadline.configured())) {
+            Ok(Message::Released(held)) => Ok(held),
+            _ => Err(died()),
+        }
+    }
+
     /// Run one case under the deadline.
     ///
     /// # Errors
@@ -388,14 +435,20 @@ impl Watchdog {
         }
         let worker = match self.worker.take() {
             Some(worker) => worker,
-            None => Worker::spawn(&self.route, &self.provider)?,
+            None => {
+                let worker = Worker::spawn(&self.route, &self.provider)?;
+                if self.keeping {
+                    let _ = worker.jobs.send(Job::Keep(true));
+                }
+                worker
+            }
         };
         let died = || HarnessError::WorkerDied {
             route: self.route.label(),
         };
         let limit = self.deadline.limit();
         let hung_before = self.deadline.hung_on();
-        if worker.jobs.send(case.clone()).is_err() {
+        if worker.jobs.send(Job::Run(case.clone())).is_err() {
             return Err(died());
         }
         let start = Instant::now();
@@ -421,6 +474,10 @@ impl Watchdog {
             // vendor's provider, a real device) never park here and keep
             // the wall-clock deadline.
             Ok(Message::Parked) => Ok(self.give_up(worker, limit, GRACE)),
+            Ok(Message::Released(_)) => Err(HarnessError::HarnessFault {
+                route: self.route.label(),
+                reason: "the case worker answered a case with released outputs".to_owned(),
+            }),
             // A call that overran the wall clock: the route remembers it,
             // so that its later cases do not each wait a whole deadline.
             Err(RecvTimeoutError::Timeout) => {
@@ -451,7 +508,7 @@ impl Watchdog {
         loop {
             match worker.replies.recv_timeout(grace) {
                 // Its outcome belongs to a case already judged as timed out.
-                Ok(Message::Done(_)) => {
+                Ok(Message::Done(_) | Message::Released(_)) => {
                     self.worker = Some(worker);
                     break;
                 }
@@ -475,6 +532,8 @@ impl Watchdog {
                         Some(method) => ProviderResult::StorageHung { method, limit },
                         None => ProviderResult::TimedOut { limit },
                     },
+                    input_after_return: None,
+                    destination_saw_output: None,
                 })
                 .into_iter()
                 .collect(),
@@ -483,6 +542,10 @@ impl Watchdog {
             leaks: LeakCheck::Unchecked(
                 "the case timed out, so its tensors were never dropped".to_owned(),
             ),
+            input: crate::InputReads::not_readable(
+                "the case timed out, so the input may still be in use",
+            ),
+            held: None,
         }
     }
 }

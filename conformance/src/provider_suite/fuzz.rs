@@ -267,7 +267,7 @@ impl SuiteFuzzer {
     /// watchdog with the suite's deadline.
     fn build(&self, index: usize) -> Result<RouteRig, HarnessError> {
         let declared = &self.suite.routes[index];
-        let route = (declared.route)()?;
+        let route = (declared.route)()?.counting_memory(self.suite.level.counts_memory());
         route.gate()?;
         let provider: Arc<dyn TransferProvider> =
             (declared.provider)(&route).map_err(|source| HarnessError::Adapter {

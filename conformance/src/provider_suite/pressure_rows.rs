@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use tenferro_transfer_harness::Rule;
+use tenferro_transfer_harness::{Oracle, PhaseMemory, Rule};
 
 use super::{ProviderSuite, RouteRun};
 use crate::concurrency::{Call, ConcurrencyOptions, drive, replay_alone};
@@ -35,6 +35,7 @@ impl ProviderSuite {
             layout: summary.clone(),
             ..self.head(run.name, run.route.label())
         };
+        let phase = PhaseMemory::start(run.route);
         let pressure = match drive(
             run.route,
             run.provider,
@@ -54,6 +55,22 @@ impl ProviderSuite {
                 )];
             }
         };
+        let mut rows = Vec::new();
+        // Calls beside each other cannot tell whose memory is whose; the
+        // devices' memory over all of them can (level v2 on).
+        if self.level.counts_memory() {
+            let seen = pressure.calls.iter().any(|call| call.accounting_seen);
+            let memory = phase.finish(run.route, seen);
+            rows.push(self.in_level_record(CaseRecord::new(
+                run.name,
+                origin.clone(),
+                RowHead {
+                    layout: format!("{summary}: the devices' memory over every call"),
+                    ..base.clone()
+                },
+                CaseOutcome::judged(&Oracle.judge_phase_memory(&memory)),
+            )));
+        }
         let failing: Vec<&Call> = pressure.failures().collect();
         if failing.is_empty() {
             // One record for every call: a rule counts as checked where any
@@ -81,10 +98,10 @@ impl ProviderSuite {
             record
                 .outcome
                 .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
-            return vec![record];
+            rows.insert(0, record);
+            return rows;
         }
         let mut rules_listed = BTreeSet::new();
-        let mut rows = Vec::new();
         for (position, call) in failing.iter().enumerate() {
             let rules = broken_rules(call);
             let new_rule = rules.iter().any(|rule| !rules_listed.contains(rule));

@@ -17,6 +17,7 @@ use tenferro_transfer_harness::{
 
 use super::{DeclaredRoute, ProviderSuite, RouteRun};
 use crate::generated::{GeneratedOptions, drawn_seed};
+use crate::held::held_pass;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, run_case};
@@ -118,10 +119,11 @@ impl ProviderSuite {
                 ),
             );
         }
+        let counts_memory = self.level.counts_memory();
         let route = match guarded(|| {
             (declared.route)().and_then(|route| {
                 route.gate()?;
-                Ok(route)
+                Ok(route.counting_memory(counts_memory))
             })
         }) {
             Ok(Ok(route)) => route,
@@ -236,9 +238,13 @@ impl ProviderSuite {
             Err(error) => return setup(label, describe_error(&error)),
         };
         let mut rows = Vec::new();
+        let mut held_recipes = Vec::new();
         for recipe in fixed_recipes(capabilities, profile) {
             let case = match recipe.case() {
-                Ok(case) if capabilities.admits(&case) => case,
+                Ok(case) if capabilities.admits(&case) => {
+                    held_recipes.push(recipe.clone());
+                    case
+                }
                 Ok(_) => continue,
                 Err(error) => {
                     rows.push(CaseRecord::new(
@@ -257,6 +263,15 @@ impl ProviderSuite {
             rows.push(
                 self.case_record(name, Origin::Fixed, head, run, Some(&honesty_unchecked))
                     .with_replay(&recipe),
+            );
+        }
+        // Outputs held as the caller holds them (level v2 on): a later
+        // transfer must not write into them.
+        if self.level.includes(Rule::OutputStable) {
+            let head = self.head(name, label.clone());
+            rows.extend(
+                held_pass(&mut rig, &route, &held_recipes, name, &head)
+                    .map(|record| self.in_level_record(record)),
             );
         }
         let run = RouteRun {
@@ -292,6 +307,12 @@ impl ProviderSuite {
             );
         }
         rows
+    }
+
+    /// `record` with only the rules of the pinned level judged.
+    pub(super) fn in_level_record(&self, mut record: CaseRecord) -> CaseRecord {
+        record.outcome = self.in_level(record.outcome);
+        record
     }
 
     /// `outcome` with only the rules of the pinned level judged: a rule

@@ -231,6 +231,10 @@ fn abbreviation(rule: Rule) -> &'static str {
         Rule::Deadline => "dl",
         Rule::NoLeak => "lk",
         Rule::CapabilityHonesty => "ch",
-        _ => "ra",
+        Rule::RuntimeAgreement => "ra",
+        Rule::InputIntact => "ii",
+        Rule::OutputStable => "os",
+        // A rule the catalogue grows later: its first letters.
+        other => other.id().get(..2).unwrap_or("??"),
     }
 }

@@ -1,0 +1,464 @@
+//! How a case's memory is accounted for `no-leak`: a device's own counts
+//! of memory in use ([`MemoryInUse`], what real devices expose), or the
+//! per-allocation ledger; which calls ran beside a case on a device
+//! ([`Activity`]); and the evidence that the accounting sees what it must
+//! (an input staged on the device, an output returned into it) before its
+//! silence counts as "no leak".
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use std::thread::ThreadId;
+
+use tenferro_mock_devices::{Allocation, AllocationLedger};
+
+use crate::{Endpoint, LeakedAllocation};
+
+/// The memory a device has in use, as the device counts it: live
+/// allocations, bytes, or both. What PyTorch's `memory_allocated`, PJRT's
+/// `bytes_in_use` and `num_allocs`, or CubeCL's `MemoryUsage` report.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::MemoryInUse;
+///
+/// let before = MemoryInUse::allocations(3).with_bytes(96);
+/// let after = MemoryInUse::allocations(4).with_bytes(128);
+/// let growth = after.growth_since(&before);
+/// assert_eq!((growth.allocations, growth.bytes), (Some(1), Some(32)));
+/// assert!(growth.grew());
+/// ```
+#[derive(Clone, Copy, Debug, Default, Eq, Hash, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryInUse {
+    /// Live allocations, where the device counts them.
+    pub allocations: Option<u64>,
+    /// Bytes in use, where the device counts them.
+    pub bytes: Option<u64>,
+}
+
+impl MemoryInUse {
+    /// `count` live allocations.
+    pub fn allocations(count: u64) -> Self {
+        Self {
+            allocations: Some(count),
+            bytes: None,
+        }
+    }
+
+    /// `count` bytes in use.
+    pub fn bytes(count: u64) -> Self {
+        Self {
+            allocations: None,
+            bytes: Some(count),
+        }
+    }
+
+    /// The same, with `count` bytes in use too.
+    #[must_use]
+    pub fn with_bytes(mut self, count: u64) -> Self {
+        self.bytes = Some(count);
+        self
+    }
+
+    /// How much more is in use now than at `before` (negative: less), in
+    /// what both samples count.
+    pub fn growth_since(&self, before: &MemoryInUse) -> MemoryGrowth {
+        let delta = |now: Option<u64>, then: Option<u64>| {
+            Some(i128::from(now?) - i128::from(then?)).map(|delta| {
+                i64::try_from(delta).unwrap_or(if delta > 0 { i64::MAX } else { i64::MIN })
+            })
+        };
+        MemoryGrowth {
+            allocations: delta(self.allocations, before.allocations),
+            bytes: delta(self.bytes, before.bytes),
+        }
+    }
+}
+
+/// The change of a device's memory in use between two samples.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryGrowth {
+    /// Live allocations gained (negative: released), where counted.
+    pub allocations: Option<i64>,
+    /// Bytes gained (negative: released), where counted.
+    pub bytes: Option<i64>,
+}
+
+impl MemoryGrowth {
+    /// Whether anything counted grew.
+    pub fn grew(&self) -> bool {
+        self.allocations.is_some_and(|count| count > 0) || self.bytes.is_some_and(|count| count > 0)
+    }
+}
+
+impl fmt::Display for MemoryGrowth {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(count) = self.allocations {
+            parts.push(format!("{count:+} allocation(s)"));
+        }
+        if let Some(count) = self.bytes {
+            parts.push(format!("{count:+} bytes"));
+        }
+        formatter.write_str(&parts.join(", "))
+    }
+}
+
+/// Which cases run on a device at a time: a case that ran alone owns every
+/// allocation made on the device while it ran, whatever the thread; one
+/// that overlapped another owns only those of its own thread.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    in_flight: AtomicUsize,
+    entered: AtomicU64,
+}
+
+/// A case's stay on a device ([`Activity::enter`]).
+pub(crate) struct Stay {
+    activity: Arc<Activity>,
+    others_in_flight: bool,
+    entered_at: u64,
+}
+
+impl Activity {
+    /// A case starts on the device.
+    pub(crate) fn enter(self: &Arc<Self>) -> Stay {
+        let others_in_flight = self.in_flight.fetch_add(1, Ordering::SeqCst) > 0;
+        let entered_at = self.entered.fetch_add(1, Ordering::SeqCst) + 1;
+        Stay {
+            activity: Arc::clone(self),
+            others_in_flight,
+            entered_at,
+        }
+    }
+}
+
+impl Stay {
+    /// Whether no other case ran on the device at any time during this
+    /// one (none in flight when it started, none started since).
+    pub(crate) fn alone(&self) -> bool {
+        !self.others_in_flight && self.activity.entered.load(Ordering::SeqCst) == self.entered_at
+    }
+}
+
+impl Drop for Stay {
+    fn drop(&mut self) {
+        self.activity.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One endpoint's accounting at one instant.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sample {
+    /// The ledger's live allocations, where the adapter keeps a ledger.
+    pub(crate) ledger: Option<BTreeSet<u64>>,
+    /// The device's counts, where it counts and the route uses them.
+    pub(crate) counts: Option<MemoryInUse>,
+}
+
+impl Sample {
+    /// `endpoint`'s accounting now (counts only when `counted`).
+    pub(crate) fn of(endpoint: &Endpoint, counted: bool) -> Self {
+        Self {
+            ledger: endpoint
+                .ledger()
+                .map(|ledger| live_ids(&ledger).into_iter().collect()),
+            counts: if counted {
+                endpoint.memory_in_use()
+            } else {
+                None
+            },
+        }
+    }
+
+    /// Whether the accounting shows something allocated since `before`
+    /// and still live: the evidence that it sees what it must.
+    pub(crate) fn shows_more_than(&self, before: &Sample) -> bool {
+        let ledger = match (&self.ledger, &before.ledger) {
+            (Some(now), Some(then)) => now.difference(then).next().is_some(),
+            _ => false,
+        };
+        let counts = match (&self.counts, &before.counts) {
+            (Some(now), Some(then)) => now.growth_since(then).grew(),
+            _ => false,
+        };
+        ledger || counts
+    }
+
+    /// Whether there is any accounting to show anything.
+    pub(crate) fn accounts(&self) -> bool {
+        self.ledger.is_some() || self.counts.is_some()
+    }
+}
+
+fn live_ids(ledger: &AllocationLedger) -> Vec<u64> {
+    ledger
+        .live_allocations()
+        .into_iter()
+        .map(|allocation| allocation.id)
+        .collect()
+}
+
+/// The allocations of `ledger` made since `before` and still live.
+pub(crate) fn opened_since(ledger: &AllocationLedger, before: &BTreeSet<u64>) -> Vec<Allocation> {
+    ledger
+        .live_allocations()
+        .into_iter()
+        .filter(|allocation| !before.contains(&allocation.id))
+        .collect()
+}
+
+/// How long, at most, the rig waits for a device's counts to come back to
+/// where they were before a case, after asking it to settle: memory a
+/// device frees in the background may lag its tensor's drop a little.
+pub(crate) const SETTLE_PATIENCE: Duration = Duration::from_millis(20);
+
+/// A case's leak left behind on one device.
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Leak {
+    /// An allocation the device's ledger lists, made during the case (on
+    /// any thread, when the case ran alone on the device) and still live
+    /// after its tensors were dropped.
+    Allocation(LeakedAllocation),
+    /// The device's count of memory in use grew over the case and stayed
+    /// grown after its tensors were dropped and the device settled.
+    Growth {
+        /// The endpoint's name.
+        endpoint: String,
+        /// How much it grew.
+        growth: MemoryGrowth,
+    },
+}
+
+impl fmt::Display for Leak {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Leak::Allocation(leaked) => {
+                write!(formatter, "{} on {}", leaked.allocation, leaked.endpoint)
+            }
+            Leak::Growth { endpoint, growth } => write!(
+                formatter,
+                "memory in use on {endpoint} grew by {growth} and stayed grown"
+            ),
+        }
+    }
+}
+
+/// What one endpoint's accounting says of a case.
+pub(crate) enum Finding {
+    /// The endpoint accounts nothing.
+    Silent,
+    /// Checked: what was left behind (empty: nothing).
+    Checked(Vec<Leak>),
+    /// Its accounting cannot vouch for this case, and why.
+    Unchecked(String),
+}
+
+/// What a case did on one endpoint, for [`judge_endpoint`].
+pub(crate) struct CaseOnEndpoint<'a> {
+    pub(crate) endpoint: &'a Endpoint,
+    /// Before the case.
+    pub(crate) before: &'a Sample,
+    /// Whether the accounting showed the input (source) or the output
+    /// (destination) while it was alive; `None`: nothing to show.
+    pub(crate) saw_its_tensor: Option<bool>,
+    /// The tensor it had to see, in words (`the staged input`).
+    pub(crate) tensor: &'a str,
+    /// Whether the case ran alone on the device.
+    pub(crate) alone: bool,
+    /// The case's thread.
+    pub(crate) thread: ThreadId,
+}
+
+/// What `case`'s endpoint accounting says once the case's tensors were
+/// dropped: the device is asked to settle first, and a count that grew is
+/// sampled again, with a little patience, before it counts as a leak.
+pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Finding {
+    let endpoint = case.endpoint;
+    if !case.before.accounts() {
+        return Finding::Silent;
+    }
+    if case.saw_its_tensor == Some(false) {
+        return Finding::Unchecked(format!(
+            "the accounting of {} did not see {} while it was alive (no allocation listed or counted): accounting that misses it cannot vouch for no leak",
+            endpoint.name(),
+            case.tensor
+        ));
+    }
+    endpoint.settle();
+    if let (Some(ledger), Some(before)) = (endpoint.ledger(), &case.before.ledger) {
+        let opened = opened_since(&ledger, before);
+        let (own, foreign): (Vec<Allocation>, Vec<Allocation>) = opened
+            .into_iter()
+            .partition(|allocation| allocation.thread == case.thread);
+        let leaked = |allocations: Vec<Allocation>| {
+            allocations
+                .into_iter()
+                .map(|allocation| {
+                    Leak::Allocation(LeakedAllocation {
+                        endpoint: endpoint.name().to_owned(),
+                        allocation,
+                    })
+                })
+                .collect::<Vec<Leak>>()
+        };
+        if case.alone {
+            let mut leaks = leaked(own);
+            leaks.extend(leaked(foreign));
+            return Finding::Checked(leaks);
+        }
+        if !own.is_empty() || foreign.is_empty() {
+            return Finding::Checked(leaked(own));
+        }
+        return Finding::Unchecked(format!(
+            "other calls ran on {} beside this one, and {} allocation(s) made meanwhile on other threads are still live: they cannot be told apart from this case's",
+            endpoint.name(),
+            foreign.len()
+        ));
+    }
+    let (Some(before), true) = (case.before.counts, counted) else {
+        return Finding::Silent;
+    };
+    if !case.alone {
+        return Finding::Unchecked(format!(
+            "other calls ran on {} beside this one: its counts of memory in use cannot tell whose memory is whose (the counts over the whole phase judge them)",
+            endpoint.name()
+        ));
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let Some(now) = endpoint.memory_in_use() else {
+            return Finding::Unchecked(format!(
+                "{} stopped counting its memory in use during the case",
+                endpoint.name()
+            ));
+        };
+        let growth = now.growth_since(&before);
+        if !growth.grew() {
+            return Finding::Checked(Vec::new());
+        }
+        if start.elapsed() >= SETTLE_PATIENCE {
+            return Finding::Checked(vec![Leak::Growth {
+                endpoint: endpoint.name().to_owned(),
+                growth,
+            }]);
+        }
+        endpoint.settle();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The route's verdict from its endpoints' findings: a leak anywhere is
+/// checked and found; otherwise an endpoint that cannot vouch makes the
+/// rule unchecked; otherwise checked, when any endpoint accounts at all.
+pub(crate) fn combine(findings: Vec<Finding>, nothing_accounts: String) -> crate::LeakCheck {
+    let mut leaks = Vec::new();
+    let mut reasons = Vec::new();
+    let mut checked = false;
+    for finding in findings {
+        match finding {
+            Finding::Silent => {}
+            Finding::Checked(found) => {
+                checked = true;
+                leaks.extend(found);
+            }
+            Finding::Unchecked(reason) => reasons.push(reason),
+        }
+    }
+    if !leaks.is_empty() {
+        return crate::LeakCheck::Checked(leaks);
+    }
+    if !reasons.is_empty() {
+        return crate::LeakCheck::Unchecked(reasons.join("; "));
+    }
+    if checked {
+        crate::LeakCheck::Checked(Vec::new())
+    } else {
+        crate::LeakCheck::Unchecked(nothing_accounts)
+    }
+}
+
+/// The memory of a route's devices over a whole phase of cases (a pass
+/// that holds outputs, the concurrent calls): sampled when the phase
+/// starts and again when it is over and every tensor of it is dropped, so
+/// that memory a phase keeps shows even where no single case can be
+/// judged alone.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::{LeakCheck, PhaseMemory, Route};
+///
+/// let route = Route::host_to_sim().unwrap();
+/// let phase = PhaseMemory::start(&route);
+/// // ... the phase's cases run here ...
+/// assert_eq!(phase.finish(&route, true), LeakCheck::Checked(Vec::new()));
+/// ```
+#[derive(Clone, Debug)]
+pub struct PhaseMemory {
+    samples: [Sample; 2],
+}
+
+impl PhaseMemory {
+    /// Sample both devices of `route` (settled) as the phase starts.
+    pub fn start(route: &crate::Route) -> Self {
+        let counted = route.counts_memory();
+        let sample = |endpoint: &Endpoint| {
+            endpoint.settle();
+            Sample::of(endpoint, counted)
+        };
+        Self {
+            samples: [sample(route.source()), sample(route.destination())],
+        }
+    }
+
+    /// Whether the destination's accounting shows more in use now than
+    /// when the phase started: asked while the phase's outputs are held
+    /// alive, the evidence that it sees them.
+    pub fn shows_held_outputs(&self, route: &crate::Route) -> bool {
+        Sample::of(route.destination(), route.counts_memory()).shows_more_than(&self.samples[1])
+    }
+
+    /// What the phase left behind, once every tensor of it is dropped:
+    /// `accounting_seen` says whether the accounting was shown to see what
+    /// the phase put on the devices (without that, its silence vouches for
+    /// nothing and the verdict is unchecked).
+    pub fn finish(&self, route: &crate::Route, accounting_seen: bool) -> crate::LeakCheck {
+        let counted = route.counts_memory();
+        let thread = std::thread::current().id();
+        let findings = [route.source(), route.destination()]
+            .into_iter()
+            .zip(&self.samples)
+            .map(|(endpoint, before)| {
+                judge_endpoint(
+                    &CaseOnEndpoint {
+                        endpoint,
+                        before,
+                        saw_its_tensor: Some(accounting_seen),
+                        tensor: "what the phase put there",
+                        // The phase is over: every allocation made during
+                        // it, on any thread, is the phase's.
+                        alone: true,
+                        thread,
+                    },
+                    counted,
+                )
+            })
+            .collect();
+        combine(
+            findings,
+            format!(
+                "neither {} nor {} accounts its memory, so leaks cannot be seen",
+                route.source().name(),
+                route.destination().name()
+            ),
+        )
+    }
+}
