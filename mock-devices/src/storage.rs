@@ -9,8 +9,8 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use tenferro_tensor::{
     AllocationDomainId, AllocationId, BackendStorage, HostAccessError, HostReadGuard,
@@ -65,6 +65,39 @@ pub struct SimStorage<T> {
     allocation: AllocationId,
     registration: Arc<Registration>,
     device: Option<SimDevice>,
+}
+
+/// A handle to an allocation that does not keep it alive: it gives a
+/// [`SimStorage`] back only while some other handle still holds the
+/// allocation (a pool that remembers its last allocation does this).
+pub(crate) struct WeakSimStorage<T> {
+    memory: Weak<Memory<T>>,
+    len: usize,
+    family: &'static str,
+    domain: AllocationDomainId,
+    allocation: AllocationId,
+    registration: Weak<Registration>,
+    device: Option<SimDevice>,
+}
+
+impl<T> WeakSimStorage<T> {
+    /// Whether some handle still holds the allocation.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.registration.strong_count() > 0
+    }
+
+    /// Another handle to the allocation, if it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<SimStorage<T>> {
+        Some(SimStorage {
+            registration: self.registration.upgrade()?,
+            memory: self.memory.upgrade()?,
+            len: self.len,
+            family: self.family,
+            domain: self.domain,
+            allocation: self.allocation,
+            device: self.device.clone(),
+        })
+    }
 }
 
 impl<T> SimStorage<T> {
@@ -148,6 +181,19 @@ impl<T> SimStorage<T> {
         }
     }
 
+    /// A handle that does not keep the allocation alive.
+    pub(crate) fn downgrade(&self) -> WeakSimStorage<T> {
+        WeakSimStorage {
+            memory: Arc::downgrade(&self.memory),
+            len: self.len,
+            family: self.family,
+            domain: self.domain,
+            allocation: self.allocation,
+            registration: Arc::downgrade(&self.registration),
+            device: self.device.clone(),
+        }
+    }
+
     /// Whether `other` is a handle to the same allocation as this one.
     pub fn same_allocation(&self, other: &SimStorage<T>) -> bool {
         Arc::ptr_eq(&self.registration, &other.registration)
@@ -204,6 +250,52 @@ impl<T> SimStorage<T> {
     /// Whether every copy into this storage has completed.
     pub fn completion(&self) -> StorageCompletion {
         self.memory.completion()
+    }
+
+    /// Overwrite every element of the allocation, whatever a reader holds:
+    /// each becomes the device's poison, or zero where it already held the
+    /// poison, so every element changes. The fault that writes into its
+    /// input does this; nothing correct does.
+    pub(crate) fn scribble(&self)
+    where
+        T: Element,
+    {
+        let mut data = self.memory.write();
+        let mut image = Vec::new();
+        T::extend_bytes(&data, &mut image);
+        let mut poison = Vec::new();
+        T::extend_bytes(&[T::POISON], &mut poison);
+        for element in image.chunks_exact_mut(T::WIDTH) {
+            if element == poison.as_slice() {
+                element.fill(0);
+            } else {
+                element.copy_from_slice(&poison);
+            }
+        }
+        *data = T::from_bytes(&image);
+    }
+
+    /// Replace the allocation's elements with `values`, whatever a reader
+    /// holds (every handle sees them). The pool that hands out a live
+    /// allocation again does this.
+    ///
+    /// # Errors
+    ///
+    /// [`HostAccessError::LengthMismatch`] when `values` does not fill the
+    /// allocation; the allocation is unchanged then.
+    pub(crate) fn overwrite(&self, values: &[T]) -> Result<(), HostAccessError>
+    where
+        T: Clone,
+    {
+        let mut data = self.memory.write();
+        if values.len() != data.len() {
+            return Err(HostAccessError::LengthMismatch {
+                expected: data.len(),
+                actual: values.len(),
+            });
+        }
+        data.clone_from_slice(values);
+        Ok(())
     }
 }
 

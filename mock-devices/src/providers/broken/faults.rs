@@ -88,11 +88,40 @@ pub enum Fault {
     /// element but the last, though `len` counts them all (host outputs
     /// unchanged).
     ShortMapRead,
+    /// `input-intact`: after the correct transfer returned, overwrites the
+    /// whole backing memory of its input, a borrow (every element becomes
+    /// the poison, or zero where it held the poison, so every element
+    /// changes). Only where the input is simulated memory (a
+    /// [`SimStorage`](crate::SimStorage): a simulated device's, or a host
+    /// allocation domain's such as the harness's managed host memory); a
+    /// plain host input (a `Vec`) is left alone, and an empty input has
+    /// nothing to overwrite.
+    WritesInput,
+    /// `output-stable`: an output pool (one per thread, keyed by element
+    /// type and count) remembers its last output allocation weakly and,
+    /// while an earlier output still holds it, hands that same allocation
+    /// out again with the new values: the new output is right, and the
+    /// earlier output, still held by the caller, silently changes to the
+    /// new values. Only where the output is simulated memory, and seen
+    /// only when the caller holds an earlier output of the same size whose
+    /// values differ.
+    ReusesLiveOutput,
+    /// `no-leak`: keeps every fifth output allocation in simulated memory
+    /// alive forever (outputs in plain host memory are not counted).
+    LeaksEveryFifth,
+    /// `no-leak`: on every transfer a thread of the provider's own (a
+    /// "driver thread") allocates a 64-byte buffer in the output's
+    /// simulated memory (the destination device), or in the input's where
+    /// the output is plain host memory (the source device), and the
+    /// provider keeps it alive forever: the ledger lists an allocation
+    /// made during the call by a thread that is not the caller's. Nothing
+    /// where neither side is simulated memory.
+    LeaksOnDriverThread,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 29] = [
+    pub const ALL: [Fault; 33] = [
         Fault::WrongDtype,
         Fault::RankChanged,
         Fault::DimsPermuted,
@@ -122,6 +151,10 @@ impl Fault {
         Fault::PanickingDrop,
         Fault::UnstableLength,
         Fault::ShortMapRead,
+        Fault::WritesInput,
+        Fault::ReusesLiveOutput,
+        Fault::LeaksEveryFifth,
+        Fault::LeaksOnDriverThread,
     ];
 
     /// A stable kebab-case name.
@@ -156,6 +189,10 @@ impl Fault {
             Fault::PanickingDrop => "panicking-drop",
             Fault::UnstableLength => "unstable-length",
             Fault::ShortMapRead => "short-map-read",
+            Fault::WritesInput => "writes-input",
+            Fault::ReusesLiveOutput => "reuses-live-output",
+            Fault::LeaksEveryFifth => "leaks-every-fifth",
+            Fault::LeaksOnDriverThread => "leaks-on-driver-thread",
         }
     }
 

@@ -5,8 +5,9 @@
 //!
 //! The [`Fault`] vocabulary is `faults.rs`; the one provider that injects
 //! it, and the helpers its rewrites share, are here; value faults are
-//! `values.rs`, metadata forgeries `metadata.rs` (hostile storage lives in
-//! `../hostile.rs`).
+//! `values.rs`, metadata forgeries `metadata.rs`, faults on the input, on
+//! earlier outputs and on the device's memory `effects.rs` (hostile
+//! storage lives in `../hostile.rs`).
 
 use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,10 +18,12 @@ use tenferro_tensor::{Error, StorageBuffer, Tensor, TensorRead};
 use super::hostile::hostile;
 use crate::{Element, SimStorage, with_element};
 
+mod effects;
 mod faults;
 mod metadata;
 mod values;
 
+use effects::SideEffects;
 pub use faults::Fault;
 use metadata::break_metadata;
 pub use metadata::{FORGED_FAMILY, wrong_dtype_of};
@@ -28,9 +31,11 @@ use values::corrupt_values;
 
 /// A correct provider with faults injected into what it returns.
 ///
-/// Value faults rewrite the correct output in place; metadata faults then
-/// rebuild it. Outputs must be plain host tensors or [`SimStorage`] (what
-/// this crate's and the harness's reference providers return).
+/// Side-effect faults act first (on the input, the output pool, the
+/// device's memory); value faults then rewrite the correct output in
+/// place; metadata faults then rebuild it. Outputs must be plain host
+/// tensors or [`SimStorage`] (what this crate's and the harness's reference
+/// providers return).
 ///
 /// # Examples
 ///
@@ -49,6 +54,7 @@ pub struct Broken {
     inner: Arc<dyn TransferProvider>,
     faults: Vec<Fault>,
     leaked: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
+    effects: SideEffects,
 }
 
 impl Broken {
@@ -64,6 +70,7 @@ impl Broken {
             inner,
             faults,
             leaked: Mutex::new(Vec::new()),
+            effects: SideEffects::default(),
         }
     }
 
@@ -95,6 +102,7 @@ impl TransferProvider for Broken {
         }
         let input = request.input().clone();
         let mut output = self.inner.transfer_blocking(request)?;
+        output = self.effects.apply(&self.faults, &input, output)?;
         for &fault in self.faults.iter().filter(|fault| fault.corrupts_values()) {
             with_element!(output.dtype(), T => corrupt_values::<T>(fault, &input, &mut output)?,
                 external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
