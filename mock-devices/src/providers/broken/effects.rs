@@ -18,14 +18,14 @@ use tenferro_tensor::{
 
 use super::{Fault, sim_storage};
 use crate::storage::WeakSimStorage;
-use crate::{Element, SimStorage, StorageCompletion};
+use crate::{Element, SimStorage, StorageCompletion, with_element};
 
 /// Bytes of the buffer a [`Fault::LeaksOnDriverThread`] driver thread
 /// allocates on each transfer.
-pub(super) const DRIVER_BUFFER_BYTES: usize = 64;
+const DRIVER_BUFFER_BYTES: usize = 64;
 
 /// [`Fault::LeaksEveryFifth`] keeps one output allocation in this many.
-pub(super) const LEAK_PERIOD: u64 = 5;
+const LEAK_PERIOD: u64 = 5;
 
 /// The pools remember at most this many sizes before forgetting those no
 /// longer alive, so a long run does not grow them without bound.
@@ -88,11 +88,11 @@ impl SideEffects {
         output: Tensor,
     ) -> tenferro_tensor::Result<Tensor> {
         if faults.contains(&Fault::WritesInput) {
-            crate::with_element!(input.dtype(), T => {
+            with_element!(input.dtype(), T => {
                 with_input_storage::<T, ()>(input, SimStorage::scribble);
             }, external => {});
         }
-        crate::with_element!(output.dtype(), T => self.apply_to_output::<T>(faults, input, output),
+        with_element!(output.dtype(), T => self.apply_to_output::<T>(faults, input, output),
             external => Ok(output))
     }
 
