@@ -27,6 +27,32 @@ pub const SIM_HARDWARE_CLASS: &str = "tenferro-mock.sim.v1";
 /// Device kind of a simulated device's placement.
 pub const SIM_DEVICE_KIND: &str = "tenferro-mock-sim";
 
+/// How a simulated device accounts for its memory, as its adapter may
+/// show it to the harness. The device keeps its ledger either way; the
+/// mode says what a real device of its kind would expose.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::{Accounting, SimDevice};
+///
+/// assert_eq!(SimDevice::new(0).unwrap().accounting(), Accounting::Ledger);
+/// assert_eq!(SimDevice::counting_only(0).unwrap().accounting(), Accounting::CountsOnly);
+/// ```
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Accounting {
+    /// A per-allocation ledger (id, domain, bytes, allocating thread): more
+    /// than hardware tells, so `no-leak` can name each leaked allocation
+    /// and the case that made it.
+    #[default]
+    Ledger,
+    /// Only the counts of live allocations and bytes
+    /// ([`SimDevice::memory_in_use`]), as real devices and their memory
+    /// pools report them: `no-leak` must work from counts alone.
+    CountsOnly,
+}
+
 #[derive(Debug)]
 struct Identity {
     name: String,
@@ -37,6 +63,7 @@ struct Identity {
     hardware_class: HardwareClassId,
     domain: AllocationDomainId,
     ledger: Arc<AllocationLedger>,
+    accounting: Accounting,
     core: Arc<DeviceCore>,
 }
 
@@ -242,6 +269,30 @@ impl SimDevice {
     ///
     /// Returns [`MockError::Config`] if tenferro rejects an identifier.
     pub fn named(name: &str, ordinal: usize) -> Result<Self, MockError> {
+        Self::named_with(name, ordinal, Accounting::Ledger)
+    }
+
+    /// The simulated device `sim<ordinal>` that accounts for its memory as
+    /// real devices do, by counts only ([`Accounting::CountsOnly`]).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`MockError::Config`] if tenferro rejects an identifier.
+    pub fn counting_only(ordinal: usize) -> Result<Self, MockError> {
+        Self::named_with("sim", ordinal, Accounting::CountsOnly)
+    }
+
+    /// A simulated device called `<name><ordinal>` (see [`Self::named`])
+    /// with the given accounting mode.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`MockError::Config`] if tenferro rejects an identifier.
+    pub fn named_with(
+        name: &str,
+        ordinal: usize,
+        accounting: Accounting,
+    ) -> Result<Self, MockError> {
         let full = format!("{name}{ordinal}");
         let config = |source: RuntimeConfigError| MockError::Config {
             device: full.clone(),
@@ -266,6 +317,7 @@ impl SimDevice {
                 hardware_class,
                 domain: AllocationDomainId::fresh(),
                 ledger: Arc::new(AllocationLedger::default()),
+                accounting,
                 core: Arc::new(DeviceCore::default()),
             }),
         })
@@ -328,9 +380,34 @@ impl SimDevice {
         }
     }
 
-    /// Live-allocation accounting of this device.
+    /// Live-allocation accounting of this device. The device keeps it in
+    /// every [`Accounting`] mode; in [`Accounting::CountsOnly`] an adapter
+    /// shows only [`Self::memory_in_use`], as a real device would.
     pub fn ledger(&self) -> &Arc<AllocationLedger> {
         &self.identity.ledger
+    }
+
+    /// How this device accounts for its memory, chosen at construction.
+    pub fn accounting(&self) -> Accounting {
+        self.identity.accounting
+    }
+
+    /// `(live allocations, bytes they hold)` on this device now: the
+    /// counters every device exposes, in every [`Accounting`] mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::SimDevice;
+    ///
+    /// let device = SimDevice::counting_only(0).unwrap();
+    /// let tensor = device.tensor(vec![4], vec![1_i64, 2, 3, 4]).unwrap();
+    /// assert_eq!(device.memory_in_use(), (1, 32));
+    /// drop(tensor);
+    /// assert_eq!(device.memory_in_use(), (0, 0));
+    /// ```
+    pub fn memory_in_use(&self) -> (usize, usize) {
+        self.identity.ledger.in_use()
     }
 
     /// Whether a placement is this device's placement.
@@ -398,6 +475,12 @@ impl SimDevice {
             .iter()
             .filter(|op| !op.is_finished())
             .count()
+    }
+
+    /// Whether `other` is this device (a clone of it), not merely one with
+    /// the same name.
+    pub(crate) fn same_device(&self, other: &SimDevice) -> bool {
+        Arc::ptr_eq(&self.identity, &other.identity)
     }
 
     pub(crate) fn core(&self) -> &Arc<DeviceCore> {

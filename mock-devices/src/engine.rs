@@ -2,7 +2,10 @@
 //!
 //! It runs only what consuming a transferred value needs (compaction,
 //! reshape, host download and upload); every other `Engine` operation answers
-//! with a typed `unsupported` error. It refuses any tensor that is not in its
+//! with a typed `unsupported` error. A reshape or compaction of an owned
+//! compact tensor in its own, completed memory is metadata only, as on a
+//! real device: the result is a new tensor over the same allocation
+//! ([`SimStorage::alias`]), so whoever holds it holds that allocation. It refuses any tensor that is not in its
 //! own device's memory, so a transfer that lands elsewhere fails loudly, and
 //! memory a copy is still writing (a typed host-access error), so a transfer
 //! that returned too early fails loudly too. Its event domain is simulated
@@ -15,13 +18,16 @@ use tenferro_runtime::{
     EngineTarget, EventDomainDriver, ExecutionContextIdentity, ExecutionEngine,
 };
 use tenferro_tensor::{
-    CompareDir, DType, DotGeneralConfig, ElementwiseReadOp, Engine, Error, GatherConfig, PadConfig,
-    Result, ScatterConfig, SessionCachedDot, SliceConfig, Tensor, TensorAnalytic, TensorBuffer,
-    TensorDeviceTransfer, TensorDot, TensorElementwise, TensorFusion, TensorIndexing, TensorRead,
-    TensorReduction, TensorStructural, TensorWrite,
+    BackendStorage, CompareDir, DType, DotGeneralConfig, ElementwiseReadOp, Engine, Error,
+    GatherConfig, PadConfig, Result, ScatterConfig, SessionCachedDot, SliceConfig, StorageBuffer,
+    Tensor, TensorAnalytic, TensorBuffer, TensorDeviceTransfer, TensorDot, TensorElementwise,
+    TensorFusion, TensorIndexing, TensorRead, TensorReduction, TensorStructural, TensorWrite,
 };
 
-use crate::{SimDevice, SimEventDomainDriver, read_compact, with_element};
+use crate::{
+    Element, SimDevice, SimEventDomainDriver, SimStorage, StorageCompletion, is_compact,
+    read_compact, with_element,
+};
 
 /// The execution engine of one [`SimDevice`].
 ///
@@ -36,6 +42,10 @@ use crate::{SimDevice, SimEventDomainDriver, read_compact, with_element};
 /// let x = device.tensor(vec![2, 2], vec![1_i32, 2, 3, 4]).unwrap();
 /// let y = engine.reshape_read(TensorRead::from_tensor(&x), &[4]).unwrap();
 /// assert_eq!(y.shape(), &[4]);
+/// // A metadata-only reshape: `y` is the same allocation as `x`.
+/// assert_eq!(device.ledger().live(), 1);
+/// drop(x);
+/// assert_eq!(device.ledger().live(), 1);
 /// // A host tensor is not this device's memory.
 /// let host = tenferro_tensor::Tensor::from_vec_col_major(vec![1], vec![1_i32]).unwrap();
 /// assert!(engine.reshape_read(TensorRead::from_tensor(&host), &[1]).is_err());
@@ -65,6 +75,69 @@ impl SimEngine {
                 "input is not resident in this simulated device's memory",
             ))
         }
+    }
+
+    /// Reshape a resident tensor: without a copy where it can (see
+    /// [`Self::alias_resident`]), else into fresh device memory.
+    fn reshape_resident(
+        &self,
+        op: &'static str,
+        input: &TensorRead<'_>,
+        shape: &[usize],
+    ) -> Result<Tensor> {
+        self.require_resident(op, input)?;
+        if shape.iter().product::<usize>() == input.shape().iter().product::<usize>() {
+            let aliased = with_element!(input.dtype(), T => self.alias_resident::<T>(input, shape),
+                external => None);
+            if let Some(tensor) = aliased {
+                return tensor;
+            }
+        }
+        self.copy_resident(op, input, shape)
+    }
+
+    /// A tensor of `shape` over the same allocation as `input`, when `input`
+    /// is an owned compact tensor of this device whose every copy has
+    /// completed and whose storage hands out all its elements; `None`
+    /// otherwise, and the caller copies (so pending, failed or misbehaving
+    /// memory fails exactly as a copy's read of it fails).
+    fn alias_resident<T: Element>(
+        &self,
+        input: &TensorRead<'_>,
+        shape: &[usize],
+    ) -> Option<Result<Tensor>> {
+        let TensorRead::Tensor(tensor) = input else {
+            return None;
+        };
+        let typed = tensor.as_typed::<T>()?;
+        let StorageBuffer::Backend(buffer) = typed.buffer() else {
+            return None;
+        };
+        let storage = buffer.as_any().downcast_ref::<SimStorage<T>>()?;
+        let view = typed.as_view();
+        let count = shape.iter().product::<usize>();
+        let compact = is_compact(view.shape(), view.strides()) && view.offset() == 0;
+        if !compact
+            || storage
+                .device()
+                .is_none_or(|device| !device.same_device(&self.device))
+            || storage.completion() != StorageCompletion::Complete
+        {
+            return None;
+        }
+        // Read through the tensor's own buffer, as a copy would: a wrapper
+        // around the simulated memory that misbehaves (panics, hands out
+        // fewer elements) misbehaves here too, or is copied.
+        let readable = buffer
+            .map_read()
+            .is_ok_and(|values| values.len() == count && storage.len() == count);
+        if !readable {
+            return None;
+        }
+        Some(
+            self.device
+                .tensor_with(shape.to_vec(), storage.alias(), self.device.placement()),
+        )
     }
 
     /// Copy a resident tensor into fresh device memory with a new shape.
@@ -134,11 +207,11 @@ macro_rules! unsupported_ops {
 impl TensorStructural for SimEngine {
     fn to_contiguous_read(&mut self, input: TensorRead<'_>) -> Result<Tensor> {
         let shape = input.shape().to_vec();
-        self.copy_resident("SimEngine::to_contiguous_read", &input, &shape)
+        self.reshape_resident("SimEngine::to_contiguous_read", &input, &shape)
     }
 
     fn reshape_read(&mut self, input: TensorRead<'_>, shape: &[usize]) -> Result<Tensor> {
-        self.copy_resident("SimEngine::reshape_read", &input, shape)
+        self.reshape_resident("SimEngine::reshape_read", &input, shape)
     }
 
     unsupported_ops! {

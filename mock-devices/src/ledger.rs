@@ -69,6 +69,28 @@ impl AllocationLedger {
             .sum()
     }
 
+    /// Live allocations and the bytes they hold, read at one instant (what
+    /// a device's memory counters report).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::AllocationLedger;
+    /// use tenferro_tensor::AllocationDomainId;
+    ///
+    /// let ledger = AllocationLedger::default();
+    /// ledger.open(1, AllocationDomainId::fresh(), 64);
+    /// ledger.open(2, AllocationDomainId::fresh(), 16);
+    /// assert_eq!(ledger.in_use(), (2, 80));
+    /// ```
+    pub fn in_use(&self) -> (usize, usize) {
+        let live = self.lock();
+        (
+            live.len(),
+            live.values().map(|allocation| allocation.bytes).sum(),
+        )
+    }
+
     /// Allocations ever made.
     pub fn total(&self) -> usize {
         self.total.load(Ordering::SeqCst)

@@ -39,7 +39,9 @@ pub mod trace;
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::MAX_FUZZ_SPIKE;
 pub use copy_state::{CompletionMode, CopyToken, StorageCompletion};
-pub use device::{SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice};
+pub use device::{
+    Accounting, SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice,
+};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use engine::SimEngine;
 pub use error::MockError;

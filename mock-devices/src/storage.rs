@@ -3,11 +3,14 @@
 //! that allocate it. A storage keeps the device it belongs to, so that a
 //! provider holding only a tensor can queue on that device again (the
 //! broken provider that drops its copy's token does).
+//!
+//! An allocation may have several handles ([`SimStorage::alias`]): its
+//! ledger entry is shared by them and closes when the last one drops.
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use tenferro_tensor::{
     AllocationDomainId, AllocationId, BackendStorage, HostAccessError, HostReadGuard,
@@ -20,21 +23,81 @@ use crate::{AllocationLedger, DeviceError, Element, SimDevice};
 
 static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
 
+/// One allocation's entry in its ledger, shared by every handle to the
+/// allocation: it is opened when the allocation is made and closed when
+/// the last handle drops.
+#[derive(Debug)]
+struct Registration {
+    id: u64,
+    ledger: Arc<AllocationLedger>,
+}
+
+impl Registration {
+    /// Open allocation `id` of `bytes` in `domain`, on the calling thread.
+    fn open(
+        id: u64,
+        domain: AllocationDomainId,
+        bytes: usize,
+        ledger: Arc<AllocationLedger>,
+    ) -> Arc<Self> {
+        ledger.open(id, domain, bytes);
+        Arc::new(Self { id, ledger })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.ledger.close(self.id);
+    }
+}
+
 /// Backend storage of a simulated device: host memory standing in for device
 /// memory, readable through `map_read` once every copy into it completed.
 ///
 /// Its backend family and allocation domain are fields, not constants, so a
 /// deliberately broken provider can forge them. Every allocation is listed
-/// in its ledger until it drops.
+/// in its ledger, once, until its last handle ([`Self::alias`]) drops.
 pub struct SimStorage<T> {
     memory: Arc<Memory<T>>,
     len: usize,
     family: &'static str,
     domain: AllocationDomainId,
     allocation: AllocationId,
-    id: u64,
-    ledger: Arc<AllocationLedger>,
+    registration: Arc<Registration>,
     device: Option<SimDevice>,
+}
+
+/// A handle to an allocation that does not keep it alive: it gives a
+/// [`SimStorage`] back only while some other handle still holds the
+/// allocation (a pool that remembers its last allocation does this).
+pub(crate) struct WeakSimStorage<T> {
+    memory: Weak<Memory<T>>,
+    len: usize,
+    family: &'static str,
+    domain: AllocationDomainId,
+    allocation: AllocationId,
+    registration: Weak<Registration>,
+    device: Option<SimDevice>,
+}
+
+impl<T> WeakSimStorage<T> {
+    /// Whether some handle still holds the allocation.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.registration.strong_count() > 0
+    }
+
+    /// Another handle to the allocation, if it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<SimStorage<T>> {
+        Some(SimStorage {
+            registration: self.registration.upgrade()?,
+            memory: self.memory.upgrade()?,
+            len: self.len,
+            family: self.family,
+            domain: self.domain,
+            allocation: self.allocation,
+            device: self.device.clone(),
+        })
+    }
 }
 
 impl<T> SimStorage<T> {
@@ -70,17 +133,70 @@ impl<T> SimStorage<T> {
         device: Option<SimDevice>,
     ) -> Self {
         let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
-        ledger.open(id, domain, len * std::mem::size_of::<T>());
+        let registration = Registration::open(id, domain, len * std::mem::size_of::<T>(), ledger);
         Self {
             memory,
             len,
             family,
             domain,
             allocation: AllocationId::from_backend_id(id),
-            id,
-            ledger,
+            registration,
             device,
         }
+    }
+
+    /// A second handle to this same allocation: the same memory, ledger
+    /// entry, [`AllocationId`], family, domain and device. Writes through
+    /// one handle are seen through every other, and the ledger lists the
+    /// allocation once and closes it only when the last handle drops.
+    ///
+    /// This is what a device's metadata-only reshape returns (a new tensor
+    /// over the same memory), and what a refcounted allocation hands out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::SimDevice;
+    ///
+    /// let device = SimDevice::new(0).unwrap();
+    /// let storage = device.storage(vec![1_i32, 2, 3]);
+    /// let alias = storage.alias();
+    /// assert_eq!(alias.id(), storage.id());
+    /// assert_eq!(device.ledger().live(), 1);
+    /// drop(storage);
+    /// // The alias still holds the allocation.
+    /// assert_eq!(device.ledger().live(), 1);
+    /// drop(alias);
+    /// assert_eq!(device.ledger().live(), 0);
+    /// ```
+    pub fn alias(&self) -> SimStorage<T> {
+        Self {
+            memory: Arc::clone(&self.memory),
+            len: self.len,
+            family: self.family,
+            domain: self.domain,
+            allocation: self.allocation,
+            registration: Arc::clone(&self.registration),
+            device: self.device.clone(),
+        }
+    }
+
+    /// A handle that does not keep the allocation alive.
+    pub(crate) fn downgrade(&self) -> WeakSimStorage<T> {
+        WeakSimStorage {
+            memory: Arc::downgrade(&self.memory),
+            len: self.len,
+            family: self.family,
+            domain: self.domain,
+            allocation: self.allocation,
+            registration: Arc::downgrade(&self.registration),
+            device: self.device.clone(),
+        }
+    }
+
+    /// Whether `other` is a handle to the same allocation as this one.
+    pub fn same_allocation(&self, other: &SimStorage<T>) -> bool {
+        Arc::ptr_eq(&self.registration, &other.registration)
     }
 
     /// The backend family this storage reports.
@@ -95,12 +211,12 @@ impl<T> SimStorage<T> {
 
     /// The ledger listing this allocation.
     pub fn ledger(&self) -> &Arc<AllocationLedger> {
-        &self.ledger
+        &self.registration.ledger
     }
 
-    /// The ledger's id of this allocation.
+    /// The ledger's id of this allocation (shared by its aliases).
     pub fn id(&self) -> u64 {
-        self.id
+        self.registration.id
     }
 
     /// The simulated device whose memory this is, if it is a device's.
@@ -120,7 +236,7 @@ impl<T> SimStorage<T> {
             Memory::new(data),
             family,
             domain,
-            Arc::clone(&self.ledger),
+            Arc::clone(self.ledger()),
             self.device.clone(),
         )
     }
@@ -134,6 +250,52 @@ impl<T> SimStorage<T> {
     /// Whether every copy into this storage has completed.
     pub fn completion(&self) -> StorageCompletion {
         self.memory.completion()
+    }
+
+    /// Overwrite every element of the allocation, whatever a reader holds:
+    /// each becomes the device's poison, or zero where it already held the
+    /// poison, so every element changes. The fault that writes into its
+    /// input does this; nothing correct does.
+    pub(crate) fn scribble(&self)
+    where
+        T: Element,
+    {
+        let mut data = self.memory.write();
+        let mut image = Vec::new();
+        T::extend_bytes(&data, &mut image);
+        let mut poison = Vec::new();
+        T::extend_bytes(&[T::POISON], &mut poison);
+        for element in image.chunks_exact_mut(T::WIDTH) {
+            if element == poison.as_slice() {
+                element.fill(0);
+            } else {
+                element.copy_from_slice(&poison);
+            }
+        }
+        *data = T::from_bytes(&image);
+    }
+
+    /// Replace the allocation's elements with `values`, whatever a reader
+    /// holds (every handle sees them). The pool that hands out a live
+    /// allocation again does this.
+    ///
+    /// # Errors
+    ///
+    /// [`HostAccessError::LengthMismatch`] when `values` does not fill the
+    /// allocation; the allocation is unchanged then.
+    pub(crate) fn overwrite(&self, values: &[T]) -> Result<(), HostAccessError>
+    where
+        T: Clone,
+    {
+        let mut data = self.memory.write();
+        if values.len() != data.len() {
+            return Err(HostAccessError::LengthMismatch {
+                expected: data.len(),
+                actual: values.len(),
+            });
+        }
+        data.clone_from_slice(values);
+        Ok(())
     }
 }
 
@@ -221,12 +383,6 @@ impl SimDevice {
             placement,
         )
         .map(Tensor::from_typed)
-    }
-}
-
-impl<T> Drop for SimStorage<T> {
-    fn drop(&mut self) {
-        self.ledger.close(self.id);
     }
 }
 
