@@ -14,6 +14,20 @@ use tenferro_transfer_harness::{
 
 use super::report::CaseCheck;
 
+/// How the self-test runs a broken provider.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Exercised {
+    /// Case by case, on the built-in routes.
+    Plainly,
+    /// Its outputs held as a caller holds them, each case followed by one
+    /// of the same size with other values (what `output-stable` needs).
+    Held,
+    /// On the built-in routes with their simulated devices replaced by
+    /// devices that only count their memory in use, as real devices do.
+    OnCountingDevices,
+}
+
 /// A broken provider of the self-test: its faults, the rules that must
 /// catch it, and where its fault applies.
 #[derive(Clone, Debug)]
@@ -24,6 +38,8 @@ pub struct BrokenSpec {
     pub expected: Vec<Rule>,
     /// The per-case deadline it runs under.
     pub deadline: Duration,
+    /// How it is run.
+    pub exercised: Exercised,
     applies: fn(&Case, &Route) -> bool,
 }
 
@@ -40,6 +56,7 @@ impl BrokenSpec {
             faults,
             expected,
             deadline: SELFTEST_DEADLINE,
+            exercised: Exercised::Plainly,
             applies,
         }
     }
@@ -49,13 +66,24 @@ impl BrokenSpec {
         self
     }
 
-    /// The broken provider's name: its faults joined by `+`.
+    fn exercised(mut self, how: Exercised) -> Self {
+        self.exercised = how;
+        self
+    }
+
+    /// The broken provider's name: its faults joined by `+`, and
+    /// `@counting-devices` where it runs on devices that only count.
     pub fn name(&self) -> String {
-        self.faults
+        let faults = self
+            .faults
             .iter()
             .map(|fault| fault.name())
             .collect::<Vec<_>>()
-            .join("+")
+            .join("+");
+        match self.exercised {
+            Exercised::OnCountingDevices => format!("{faults}@counting-devices"),
+            _ => faults,
+        }
     }
 
     /// Whether the fault changes anything observable for `case` on `route`.
@@ -89,6 +117,34 @@ fn domain_destination(_: &Case, route: &Route) -> bool {
         route.destination().storage_rule(),
         StorageRule::Domain { .. }
     )
+}
+
+fn is_simulated(endpoint: &tenferro_transfer_harness::Endpoint) -> bool {
+    endpoint.downcast::<SimDevice>().is_some()
+}
+
+/// A route with a simulated device on either side.
+fn simulated_device(_: &Case, route: &Route) -> bool {
+    is_simulated(route.source()) || is_simulated(route.destination())
+}
+
+/// Where the driver-thread leak lands: the destination's simulated memory,
+/// else the source's simulated or managed memory (not plain host).
+fn driver_thread_lands(_: &Case, route: &Route) -> bool {
+    is_simulated(route.destination())
+        || matches!(route.source().storage_rule(), StorageRule::Domain { .. })
+}
+
+/// Inputs in simulated memory (a simulated device's, or a host domain's),
+/// which the input-writing fault can reach; an empty one has no bytes.
+fn input_in_simulated_memory(case: &Case, route: &Route) -> bool {
+    !case.is_empty() && matches!(route.source().storage_rule(), StorageRule::Domain { .. })
+}
+
+/// Outputs in a simulated device's memory, which the pool can hand out
+/// again; an empty one has no bytes to change.
+fn output_in_simulated_memory(case: &Case, route: &Route) -> bool {
+    !case.is_empty() && is_simulated(route.destination())
 }
 
 fn non_empty(case: &Case, _: &Route) -> bool {
@@ -283,6 +339,24 @@ pub fn catalogue() -> Vec<BrokenSpec> {
             suffix_differs_from_poison,
         ),
         BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], always),
+        BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], simulated_device)
+            .exercised(Exercised::OnCountingDevices),
+        BrokenSpec::new(
+            vec![F::LeaksOnDriverThread],
+            vec![R::NoLeak],
+            driver_thread_lands,
+        ),
+        BrokenSpec::new(
+            vec![F::WritesInput],
+            vec![R::InputIntact],
+            input_in_simulated_memory,
+        ),
+        BrokenSpec::new(
+            vec![F::ReusesLiveOutput],
+            vec![R::OutputStable],
+            output_in_simulated_memory,
+        )
+        .exercised(Exercised::Held),
         BrokenSpec::new(vec![F::Hang], vec![R::Deadline], few_tiny_cases).hanging(),
         BrokenSpec::new(vec![F::PanicMidCopy], vec![R::NoPanic], always),
         BrokenSpec::new(vec![F::PanickingMapRead], vec![R::NoPanic], sim_destination),

@@ -12,7 +12,8 @@ mod report;
 mod run;
 
 pub use catalogue::{
-    BrokenSpec, DeviceFaultSpec, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue, device_faults,
+    BrokenSpec, DeviceFaultSpec, Exercised, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue,
+    device_faults,
 };
 pub use faults::install;
 pub use report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};

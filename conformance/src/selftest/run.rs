@@ -10,12 +10,12 @@ use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_mock_devices::{FaultPlan, PRESET_DTYPES, SimDevice};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::strategy::{Capabilities, ViewKinds};
+use tenferro_transfer_harness::strategy::{Capabilities, Recipe, ValueSource, ViewKinds};
 use tenferro_transfer_harness::{
     CapabilityGate, Case, Endpoint, HostEndpoint, Judgement, Route, Rule, Watchdog,
 };
 
-use super::catalogue::{SELFTEST_DEADLINE, always, catalogue, device_faults};
+use super::catalogue::{Exercised, SELFTEST_DEADLINE, always, catalogue, device_faults};
 use super::report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
 use crate::runner::{CaseHook, CaseRun, JudgedAs, run_case};
 use crate::{BuiltinProvider, fixed_shapes};
@@ -115,6 +115,9 @@ struct Exercise<'a> {
     deadline: Duration,
     plan: Option<&'a FaultPlan>,
     expects_error: bool,
+    /// Outputs held, each case followed by one of the same size with other
+    /// values, which is the case tallied (`output-stable`).
+    held: bool,
 }
 
 /// Whether the generic faults can rewrite `endpoint`'s memory: host or
@@ -142,6 +145,7 @@ fn exercise(
             return;
         }
     };
+    rig.keep_outputs(plan.held);
     for dtype in PRESET_DTYPES {
         for shape in fixed_shapes(false) {
             let Ok(case) = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) else {
@@ -151,16 +155,68 @@ fn exercise(
                 continue;
             }
             let context = format!("{} {dtype:?} {}", route.label(), shape.name);
-            let run = run_case(
-                &mut rig,
-                route,
-                &case,
-                JudgedAs::Inside,
-                plan.plan.map(|plan| plan as &dyn CaseHook),
-            );
+            let hook = plan.plan.map(|plan| plan as &dyn CaseHook);
+            let case = if plan.held {
+                // Held first, then a case of the same size with other
+                // values: a provider that hands out the live allocation of
+                // the first writes into it.
+                let sibling = Recipe {
+                    seed: 7,
+                    specials: 16,
+                    ..Recipe::fixed(
+                        dtype,
+                        shape.shape.clone(),
+                        shape.layout.clone(),
+                        ValueSource::Seeded,
+                    )
+                };
+                let Ok(sibling) = sibling.case() else {
+                    continue;
+                };
+                let first = run_case(&mut rig, route, &case, JudgedAs::Inside, hook);
+                if let CaseRun::NotRun(error) = first {
+                    tally.could_not_run(format!("could not run {context}: {error}"));
+                    continue;
+                }
+                if sibling.values() == case.values() {
+                    continue;
+                }
+                sibling
+            } else {
+                case
+            };
+            let run = run_case(&mut rig, route, &case, JudgedAs::Inside, hook);
             tally.run(plan, run, &context, disagreements);
         }
     }
+    if plan.held
+        && let Err(error) = rig.release_outputs()
+    {
+        tally.could_not_run(format!(
+            "the held outputs of {} could not be released: {error}",
+            route.label()
+        ));
+    }
+}
+
+/// `route` with every simulated device replaced by one that only counts
+/// its memory in use, as real devices do; `None` without one.
+fn on_counting_devices(route: &Route) -> Option<Route> {
+    let counting = |endpoint: &Endpoint| -> Option<Endpoint> {
+        let device = endpoint.downcast::<SimDevice>()?;
+        SimDevice::counting_only(device.ordinal())
+            .ok()
+            .map(Endpoint::new)
+    };
+    let (source, destination) = (counting(route.source()), counting(route.destination()));
+    if source.is_none() && destination.is_none() {
+        return None;
+    }
+    Route::new(
+        source.unwrap_or_else(|| route.source().clone()),
+        destination.unwrap_or_else(|| route.destination().clone()),
+    )
+    .ok()
 }
 
 /// The capabilities the honesty rows declare: narrower than what the
@@ -222,6 +278,7 @@ fn exercise_outside(
         deadline: SELFTEST_DEADLINE,
         plan: None,
         expects_error: false,
+        held: false,
     };
     let (mut rig, outside) = match (
         Watchdog::new(route.clone(), provider, plan.deadline),
@@ -315,7 +372,14 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     for spec in catalogue {
         let mut tally = Tally::default();
         for (provider, route) in generic.iter().copied() {
-            let Ok(inner) = provider.provider(route) else {
+            let route = match spec.exercised {
+                Exercised::OnCountingDevices => match on_counting_devices(route) {
+                    Some(route) => route,
+                    None => continue,
+                },
+                _ => route.clone(),
+            };
+            let Ok(inner) = provider.provider(&route) else {
                 continue;
             };
             let broken = Arc::new(Broken::new(inner, spec.faults.clone()));
@@ -325,8 +389,9 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 deadline: spec.deadline,
                 plan: None,
                 expects_error: false,
+                held: spec.exercised == Exercised::Held,
             };
-            exercise(route, broken, &plan, &mut tally, &mut disagreements);
+            exercise(&route, broken, &plan, &mut tally, &mut disagreements);
         }
         rows.push(tally.row(spec.name(), spec.expected.clone()));
     }
@@ -342,6 +407,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 deadline: spec.deadline,
                 plan: Some(&spec.plan),
                 expects_error: spec.expects_error,
+                held: false,
             };
             exercise(route, inner, &plan, &mut tally, &mut disagreements);
         }
@@ -379,6 +445,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 deadline: SELFTEST_DEADLINE,
                 plan: None,
                 expects_error: false,
+                held: false,
             };
             exercise(
                 route,
@@ -400,6 +467,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                     deadline: SELFTEST_DEADLINE,
                     plan: None,
                     expects_error: false,
+                    held: false,
                 };
                 exercise(route, inner, &plan, &mut tally, &mut disagreements)
             }

@@ -5,8 +5,8 @@ use std::any::Any;
 use std::sync::Arc;
 
 use tenferro_mock_devices::{
-    AllocationLedger, EngineRole, SIM_FAMILY, SimDevice, StorageCompletion, sim_storage_of,
-    with_element,
+    Accounting, AllocationLedger, EngineRole, SIM_FAMILY, SimDevice, StorageCompletion,
+    sim_storage_of, with_element,
 };
 use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
 use tenferro_tensor::{Tensor, TensorRead};
@@ -14,8 +14,8 @@ use tenferro_tensor::{Tensor, TensorRead};
 use crate::case::Filler;
 use crate::stage::carve_tensor;
 use crate::{
-    Case, CompletionState, DeviceEndpoint, Endpoint, HarnessError, Layout, PlacementRule, Route,
-    StorageRule,
+    Case, CompletionState, DeviceEndpoint, Endpoint, HarnessError, Layout, MemoryInUse,
+    PlacementRule, Route, StorageRule,
 };
 
 impl DeviceEndpoint for SimDevice {
@@ -88,7 +88,17 @@ impl DeviceEndpoint for SimDevice {
     }
 
     fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
-        Some(Arc::clone(self.ledger()))
+        // A device that only counts, as real devices do, shows no ledger.
+        match self.accounting() {
+            Accounting::CountsOnly => None,
+            _ => Some(Arc::clone(self.ledger())),
+        }
+    }
+
+    fn memory_in_use(&self) -> Option<MemoryInUse> {
+        let (allocations, bytes) = SimDevice::memory_in_use(self);
+        let count = |value: usize| u64::try_from(value).unwrap_or(u64::MAX);
+        Some(MemoryInUse::allocations(count(allocations)).with_bytes(count(bytes)))
     }
 
     fn launches_in_own_domain(&self) -> bool {
