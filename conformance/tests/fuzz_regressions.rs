@@ -72,8 +72,11 @@ fn transfer_contract_seeds_and_regressions_pass_and_reach_every_declared_provide
             Err(failure) => panic!("{name}: {failure}"),
         };
     }
+    // The fuzzer judges one case at a time on the built-in routes: what
+    // needs outputs held, or devices that only count, is the self-test's.
     let missing: Vec<String> = selftest::catalogue()
         .iter()
+        .filter(|spec| spec.exercised == selftest::Exercised::Plainly)
         .map(|spec| format!("broken-{}", spec.name()))
         .chain(
             selftest::device_faults()

@@ -17,4 +17,4 @@ pub use catalogue::{
 };
 pub use faults::install;
 pub use report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
-pub use run::run;
+pub use run::{on_counting_devices, run};

@@ -201,7 +201,19 @@ fn exercise(
 
 /// `route` with every simulated device replaced by one that only counts
 /// its memory in use, as real devices do; `None` without one.
-fn on_counting_devices(route: &Route) -> Option<Route> {
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_conformance::harness::Route;
+/// use tenferro_transfer_conformance::selftest::on_counting_devices;
+///
+/// let route = on_counting_devices(&Route::host_to_sim().unwrap()).unwrap();
+/// assert!(route.destination().ledger().is_none());
+/// assert!(route.destination().memory_in_use().is_some());
+/// assert!(on_counting_devices(&Route::host_to_host().unwrap()).is_none());
+/// ```
+pub fn on_counting_devices(route: &Route) -> Option<Route> {
     let counting = |endpoint: &Endpoint| -> Option<Endpoint> {
         let device = endpoint.downcast::<SimDevice>()?;
         SimDevice::counting_only(device.ordinal())
