@@ -8,6 +8,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::Duration;
+use tenferro_transfer_conformance::mock_devices::SimRoutes;
 
 use serde_json::Value;
 use tenferro_tensor::DType;

@@ -1,6 +1,7 @@
 //! The built-in providers and the routes they serve.
 
 use std::sync::Arc;
+use tenferro_mock_devices::SimRoutes;
 
 use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
 use tenferro_runtime::TransferProvider;

@@ -8,7 +8,7 @@
 //! ```
 
 pub use crate::{Level, ProviderSuite, Report, RuleVerdict};
-pub use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
+pub use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimRoutes, SimUpload};
 pub use tenferro_runtime::{TransferProvider, TransferRequest};
 pub use tenferro_tensor::{DType, Tensor};
 pub use tenferro_transfer_harness::strategy::{Capabilities, Profile, ViewKind, ViewKinds};

@@ -7,8 +7,8 @@
 //! [`Profile::max_elements`] elements, views only of tensors with small
 //! footprints, and so a bounded backing, whatever the bytes.
 
+use crate::PRESET_DTYPES;
 use arbitrary::{Arbitrary, Result, Unstructured};
-use tenferro_mock_devices::PRESET_DTYPES;
 
 use crate::strategy::{
     AxisCut, MAX_RANK, Profile, Recipe, RecipeParts, SMALL_DIMENSION, SMALL_ELEMENTS, SMALL_PRIMES,

@@ -22,7 +22,7 @@
 
 use std::fmt;
 
-use tenferro_mock_devices::{PRESET_DTYPES, element_width};
+use crate::{PRESET_DTYPES, element_width};
 use tenferro_tensor::{DType, TensorRead};
 
 use crate::{Case, Layout};

@@ -1,7 +1,7 @@
 //! `Case`: one tensor to transfer: dtype, shape, layout and values.
 
+use crate::{Element, element_width};
 use serde::{Deserialize, Serialize};
-use tenferro_mock_devices::{Element, element_width};
 use tenferro_tensor::{Complex, DType};
 
 use crate::HarnessError;

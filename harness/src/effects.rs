@@ -3,7 +3,7 @@
 //! caller still holds (`output-stable`). The rig reads both through the
 //! devices; the oracle compares.
 
-use tenferro_mock_devices::{Element, with_element};
+use crate::{Element, with_element};
 use tenferro_tensor::{HostAccessError, StorageBuffer, Tensor, TensorRead};
 
 use crate::{Endpoint, ReadBack};
@@ -136,7 +136,7 @@ fn refused(source: &Endpoint, error: &HostAccessError) -> ReadBack {
 pub(crate) fn output_image(tensor: &Tensor) -> Result<Vec<u8>, String> {
     let read = TensorRead::from_tensor(tensor);
     with_element!(read.dtype(), T => {
-        tenferro_mock_devices::read_compact::<T>(&read).map(|values| {
+        crate::read_compact::<T>(&read).map(|values| {
             let mut bytes = Vec::new();
             T::extend_bytes(&values, &mut bytes);
             bytes

@@ -10,7 +10,6 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use tenferro_mock_devices::{AllocationLedger, EngineRole};
 use tenferro_runtime::{
     EngineId, EngineRegistration, ExecutionEngine, InputIngressContract, InputPlacementContract,
     InputSignatureContract, ResidentOutputContract, RuntimeInputContract, StorageClass,
@@ -19,7 +18,22 @@ use tenferro_runtime::{
 use tenferro_tensor::{Tensor, TensorRead};
 
 use crate::accounting::{Activity, Stay};
-use crate::{Case, CompletionState, HarnessError, MemoryInUse, PlacementRule, StorageRule};
+use crate::{
+    AllocationLedger, Case, CompletionState, HarnessError, MemoryInUse, PlacementRule, StorageRule,
+};
+
+/// What an engine does in a rig: the source only holds the input, so the
+/// work must move away; the destination consumes the transfer.
+#[derive(Clone, Copy, Debug, Eq, Hash, PartialEq)]
+pub enum EngineRole {
+    /// The route's source: no operations (its registration has no
+    /// capabilities), so the program's op cannot run there.
+    Source,
+    /// The route's destination: it runs the identity reshape that consumes
+    /// the transfer, and refuses the raw input (its runtime-input
+    /// contract), so the input must move through the provider.
+    Destination,
+}
 
 /// Whether a device can run here.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -343,12 +357,11 @@ pub fn stage_via_host(
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::SimDevice;
-/// use tenferro_transfer_harness::Endpoint;
+/// use tenferro_transfer_harness::{Endpoint, HostEndpoint};
 ///
-/// let endpoint = Endpoint::new(SimDevice::new(0).unwrap());
-/// assert_eq!(endpoint.name(), "sim0");
-/// assert!(endpoint.downcast::<SimDevice>().is_some());
+/// let endpoint = Endpoint::new(HostEndpoint::plain("host").unwrap());
+/// assert_eq!(endpoint.name(), "host");
+/// assert!(endpoint.downcast::<HostEndpoint>().is_some());
 /// ```
 #[derive(Clone)]
 pub struct Endpoint {

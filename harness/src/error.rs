@@ -1,7 +1,6 @@
 //! Typed errors of the harness itself (never of the provider under test:
 //! those are outcomes).
 
-use tenferro_mock_devices::MockError;
 use tenferro_runtime::RuntimeConfigError;
 
 /// A failure of the harness to set up or run a case.
@@ -29,9 +28,6 @@ pub enum HarnessError {
         #[source]
         source: Box<RuntimeConfigError>,
     },
-    /// A simulated device could not be set up.
-    #[error(transparent)]
-    Device(#[from] MockError),
     /// A device adapter (yours, through [`crate::DeviceEndpoint`]) failed:
     /// its device could not be opened, registered or staged on. The
     /// device's own error is kept as the source.

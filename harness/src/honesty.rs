@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tenferro_mock_devices::{PRESET_DTYPES, element_width};
+use crate::{PRESET_DTYPES, element_width};
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{DType, Error, Tensor, TensorRead};
 
@@ -268,23 +268,21 @@ impl Oracle {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use tenferro_mock_devices::{SimDevice, SimUpload};
     /// use tenferro_tensor::DType;
     /// use tenferro_transfer_harness::strategy::Capabilities;
-    /// use tenferro_transfer_harness::{CapabilityGate, Oracle, Rig, Route, Rule};
+    /// use tenferro_transfer_harness::{CapabilityGate, HostProvider, Oracle, Rig, Route, Rule};
     ///
-    /// let route = Route::host_to_sim().unwrap();
-    /// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
+    /// let route = Route::host_to_host().unwrap();
     /// let declared = Capabilities::all().dtypes([DType::F32]).max_elements(64);
     /// let outside = declared.outside_cases().unwrap().remove(0);
     ///
-    /// // SimUpload serves every dtype: declared F32-only, it is dishonest.
-    /// let mut rig = Rig::new(route.clone(), Arc::new(SimUpload::new(device.clone()))).unwrap();
+    /// // HostProvider serves every dtype: declared F32-only, it is dishonest.
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
     /// let judgement = Oracle.judge_outside(&outside, &route, &rig.run(&outside.case).unwrap());
     /// assert_eq!(judgement.rules(), vec![Rule::CapabilityHonesty]);
     ///
     /// // Behind a gate that refuses what is not declared, it is honest.
-    /// let gated = CapabilityGate::new(Arc::new(SimUpload::new(device)), declared);
+    /// let gated = CapabilityGate::new(Arc::new(HostProvider::new()), declared);
     /// let mut rig = Rig::new(route.clone(), Arc::new(gated)).unwrap();
     /// assert!(Oracle.judge_outside(&outside, &route, &rig.run(&outside.case).unwrap()).passed());
     /// ```

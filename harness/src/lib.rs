@@ -11,14 +11,12 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tenferro_mock_devices::{SimDevice, SimDownload};
-//! use tenferro_transfer_harness::{Case, Oracle, Rig, Route};
+//! use tenferro_transfer_harness::{Case, HostProvider, Layout, Oracle, Rig, Route};
 //! use tenferro_tensor::DType;
 //!
-//! let route = Route::sim_to_host().unwrap();
-//! let device = route.source().downcast::<SimDevice>().unwrap().clone();
-//! let mut rig = Rig::new(route.clone(), Arc::new(SimDownload::new(device))).unwrap();
-//! let case = Case::patterned(DType::C64, vec![3, 5], tenferro_transfer_harness::Layout::Owned).unwrap();
+//! let route = Route::host_to_host().unwrap();
+//! let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+//! let case = Case::patterned(DType::C64, vec![3, 5], Layout::Owned).unwrap();
 //! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 //! ```
 
@@ -28,15 +26,20 @@ mod adapters;
 mod arbitrary_impls;
 mod capabilities;
 mod case;
+mod compact;
 mod completion;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod device_error;
 mod effects;
+mod element;
 mod endpoint;
 mod error;
 mod gate;
+pub mod hold;
 mod honesty;
 mod host;
+mod ledger;
 mod oracle;
 mod outcome;
 mod rig;
@@ -47,25 +50,32 @@ mod special_values;
 mod spy;
 mod stage;
 pub mod strategy;
+pub mod trace;
 mod watchdog;
 
 pub use accounting::{Leak, MemoryGrowth, MemoryInUse, PhaseMemory};
-pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint};
+pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain};
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::FUZZ_PROFILE;
 pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
+pub use compact::{
+    compact_strides, gather, is_compact, read_compact, read_view, strided_positions,
+};
 pub use completion::CompletionState;
+pub use device_error::DeviceError;
 pub use effects::{ChangedOutput, HeldOutputs, InputReads};
+pub use element::{Element, PRESET_DTYPES, element_width};
 pub use endpoint::{
-    Availability, DeviceEndpoint, Endpoint, ReadBack, declared_ingress, device_required,
-    stage_via_host,
+    Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, declared_ingress,
+    device_required, stage_via_host,
 };
 pub use error::{HarnessError, describe_error};
 pub use gate::{announce_skip, cuda_required, cuda_unavailable_reason, route_or_skip};
 pub use honesty::{
     CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
 };
-pub use host::{HOST_DOMAIN_FAMILY, HostDomain, HostProvider};
+pub use host::HostProvider;
+pub use ledger::{Allocation, AllocationLedger};
 pub use oracle::{INSIDE_CAPABILITIES, Judgement, Oracle, Unchecked, Violation, abandoned_reason};
 pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
@@ -80,5 +90,11 @@ pub use spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
     source_chain,
 };
-pub use tenferro_mock_devices::{AllocationLedger, EngineRole};
+pub use trace::{Trace, TraceEvent};
 pub use watchdog::{DEFAULT_DEADLINE, RouteDeadline, Watchdog};
+
+/// What [`with_element!`] expands to names; an implementation detail.
+#[doc(hidden)]
+pub mod reexports {
+    pub use tenferro_tensor::{Complex, DType};
+}

@@ -1,8 +1,8 @@
 //! `Oracle`: judges every rule from the Spy's record, independently of the
 //! runtime, and reports every violation at once.
 
+use crate::{Element, TraceEvent, element_width, with_element};
 use serde::Serialize;
-use tenferro_mock_devices::{Element, TraceEvent, element_width, with_element};
 use tenferro_tensor::DType;
 
 use crate::{
@@ -205,12 +205,10 @@ pub(crate) fn describe_trace(trace: &[TraceEvent]) -> String {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tenferro_mock_devices::{SimDevice, SimUpload};
-/// use tenferro_transfer_harness::{Case, Oracle, Rig, Route};
+/// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
 ///
-/// let route = Route::host_to_sim().unwrap();
-/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
-/// let mut rig = Rig::new(route.clone(), Arc::new(SimUpload::new(device))).unwrap();
+/// let route = Route::host_to_host().unwrap();
+/// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
 /// let case = Case::from_values(vec![2], vec![f64::NAN, -0.0]).unwrap();
 /// let judgement = Oracle.judge(&case, &route, &rig.run(&case).unwrap());
 /// assert!(judgement.passed(), "{judgement:?}");

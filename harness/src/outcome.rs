@@ -3,8 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::{Allocation, TraceEvent};
 use serde::Serialize;
-use tenferro_mock_devices::{Allocation, TraceEvent};
 use tenferro_runtime::{EventDomainId, TransferProviderContractError};
 use tenferro_tensor::DType;
 

@@ -6,8 +6,8 @@ use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use tenferro_mock_devices::trace::{self, Trace};
-use tenferro_mock_devices::{EngineRole, read_compact, with_element};
+use crate::trace::{self, Trace};
+use crate::{EngineRole, read_compact, with_element};
 use tenferro_runtime::{
     CompiledGraph, EventDomainId, ExecutionEngine, GraphCompiler, Prepared, Runtime, TracedTensor,
     TransferProvider,
@@ -45,12 +45,10 @@ const CACHE_LIMIT: usize = 256;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tenferro_mock_devices::{SimDevice, SimUpload};
-/// use tenferro_transfer_harness::{Case, Rig, Route, RuntimeVerdict};
+/// use tenferro_transfer_harness::{Case, HostProvider, Rig, Route, RuntimeVerdict};
 ///
-/// let route = Route::host_to_sim().unwrap();
-/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
-/// let mut rig = Rig::new(route, Arc::new(SimUpload::new(device))).unwrap();
+/// let route = Route::host_to_host().unwrap();
+/// let mut rig = Rig::new(route, Arc::new(HostProvider::new())).unwrap();
 /// let outcome = rig.run(&Case::from_values(vec![3], vec![1.0_f32, -0.0, f32::NAN]).unwrap()).unwrap();
 /// assert!(matches!(outcome.runtime, RuntimeVerdict::Accepted(_)));
 /// assert_eq!(outcome.calls.len(), 1);
@@ -494,7 +492,7 @@ fn observe(read: TensorRead<'_>) -> RuntimeOutput {
     let bytes = with_element!(read.dtype(), T => {
         read_compact::<T>(&read).map(|values| {
             let mut bytes = Vec::new();
-            <T as tenferro_mock_devices::Element>::extend_bytes(&values, &mut bytes);
+            <T as crate::Element>::extend_bytes(&values, &mut bytes);
             bytes
         }).map_err(|error| error.to_string())
     }, external => Err("external dtype".to_owned()));

@@ -95,10 +95,10 @@ impl fmt::Display for StorageRule {
 /// # Examples
 ///
 /// ```
-/// use tenferro_transfer_harness::Route;
+/// use tenferro_transfer_harness::{Endpoint, Route};
 ///
-/// let route = Route::host_to_sim().unwrap();
-/// assert_eq!(route.label(), "host->sim0");
+/// let route = Route::new(Endpoint::host("cpu0").unwrap(), Endpoint::host("cpu1").unwrap()).unwrap();
+/// assert_eq!(route.label(), "cpu0->cpu1");
 /// ```
 #[derive(Clone, Debug)]
 pub struct Route {

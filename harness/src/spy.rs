@@ -7,8 +7,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tenferro_mock_devices::trace::{self, TraceEvent};
-use tenferro_mock_devices::{DeviceError, Element, current_launch_domain, with_element};
+use crate::trace::current_launch_domain;
+use crate::trace::{self, TraceEvent};
+use crate::{DeviceError, Element, with_element};
 use tenferro_runtime::{
     EngineId, EventDomainId, ProviderDeviceIdentity, StorageClass, TransferProvider,
     TransferRequest,

@@ -2,7 +2,7 @@
 //! adapter, as an owned tensor or as a strided view that tenferro itself
 //! builds.
 
-use tenferro_mock_devices::{Element, with_element};
+use crate::{Element, with_element};
 use tenferro_tensor::{StridedSliceSpec, Tensor, TensorRead, TypedTensorView};
 
 use crate::case::Filler;

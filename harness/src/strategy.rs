@@ -26,9 +26,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::PRESET_DTYPES;
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
-use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_tensor::DType;
 
 pub use crate::capabilities::{Capabilities, Exceeded, ViewKind, ViewKinds};
@@ -239,7 +239,7 @@ impl FromStr for Recipe {
 /// Element images: a special value where the seeded hash falls under
 /// `specials`, seeded random bits elsewhere.
 fn seeded_values(dtype: DType, count: usize, seed: u64, specials: u8) -> Vec<u8> {
-    let width = tenferro_mock_devices::element_width(dtype).unwrap_or(0);
+    let width = crate::element_width(dtype).unwrap_or(0);
     let mut out = Vec::with_capacity(count * width);
     let key = mix(seed);
     for i in 0..count as u64 {

@@ -6,7 +6,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use tenferro_mock_devices::{Trace, hold};
+use crate::{Trace, hold};
 use tenferro_runtime::{EventDomainId, TransferProvider};
 
 use crate::{
@@ -313,14 +313,25 @@ fn announce_wait(route: &Route, case: &Case, elapsed: Duration, limit: Duration)
 ///
 /// ```
 /// use std::sync::Arc;
-/// use std::time::{Duration, Instant};
-/// use tenferro_mock_devices::providers::{Broken, Fault};
-/// use tenferro_mock_devices::{SimDevice, SimUpload};
-/// use tenferro_transfer_harness::{Case, Oracle, Route, Rule, Watchdog};
+/// use std::time::Duration;
+/// use tenferro_runtime::{TransferProvider, TransferRequest};
+/// use tenferro_tensor::Tensor;
+/// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Route, Rule, Watchdog, hold};
 ///
-/// let route = Route::host_to_sim().unwrap();
-/// let device = route.destination().downcast::<SimDevice>().unwrap().clone();
-/// let hang = Arc::new(Broken::new(Arc::new(SimUpload::new(device)), vec![Fault::Hang]));
+/// // A copy that hangs in the harness's simulated hold on its first call.
+/// #[derive(Debug, Default)]
+/// struct HangsOnce(std::sync::atomic::AtomicBool);
+/// impl TransferProvider for HangsOnce {
+///     fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+///         if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+///             hold::park_until_released();
+///         }
+///         HostProvider::new().transfer_blocking(request)
+///     }
+/// }
+///
+/// let route = Route::host_to_host().unwrap();
+/// let hang = Arc::new(HangsOnce::default());
 /// let mut watchdog = Watchdog::new(route.clone(), hang, Duration::from_millis(50)).unwrap();
 /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
 /// let judgement = Oracle.judge(&case, &route, &watchdog.run(&case).unwrap());

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_tensor::DType;
+use tenferro_transfer_harness::PRESET_DTYPES;
 use tenferro_transfer_harness::cuda::{CudaDownload, CudaEarlyReturn, CudaUpload, round_trip};
 use tenferro_transfer_harness::{
     Case, CompletionState, Endpoint, Layout, Oracle, ProviderResult, Rig, Route, Rule, ViewAxis,

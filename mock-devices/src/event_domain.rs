@@ -4,7 +4,6 @@
 //! which tokens it waited on.
 
 use std::any::Any;
-use std::cell::Cell;
 use std::sync::Arc;
 
 use tenferro_runtime::{
@@ -12,32 +11,7 @@ use tenferro_runtime::{
     EventToken,
 };
 
-use crate::trace::{self, TraceEvent};
-
-thread_local! {
-    static LAUNCHING: Cell<Option<EventDomainId>> = const { Cell::new(None) };
-}
-
-/// The simulated event domain whose launch is running on this thread, if
-/// any: a provider called by the runtime sees its destination's domain here.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(tenferro_mock_devices::current_launch_domain(), None);
-/// ```
-pub fn current_launch_domain() -> Option<EventDomainId> {
-    LAUNCHING.with(Cell::get)
-}
-
-/// Restores the previous launch marker, also when a launch unwinds.
-struct Launching(Option<EventDomainId>);
-
-impl Drop for Launching {
-    fn drop(&mut self) {
-        LAUNCHING.with(|cell| cell.set(self.0));
-    }
-}
+use tenferro_transfer_harness::trace::{self, TraceEvent};
 
 /// The event-domain driver of a [`crate::SimEngine`].
 #[derive(Debug)]
@@ -129,7 +103,7 @@ impl EventDomainRun for SimEventDomainRun {
             domain: self.domain,
             waited_on,
         });
-        let _restore = Launching(LAUNCHING.with(|cell| cell.replace(Some(self.domain))));
+        let _restore = trace::launching(self.domain);
         launch()?;
         Ok(Arc::new(SimEventToken {
             origin: self.domain,

@@ -17,24 +17,22 @@
 //! assert_eq!(values[2].to_bits(), (-0.0_f32).to_bits());
 //! ```
 
+mod adapter;
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
 mod clock;
 mod copy_state;
 mod device;
-mod element;
 mod engine;
 mod error;
 mod event_domain;
 mod fault;
-pub mod hold;
-mod layout;
-mod ledger;
+mod host_domain;
 pub mod providers;
 mod registration;
+mod routes;
 mod storage;
 mod stream;
-pub mod trace;
 
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::MAX_FUZZ_SPIKE;
@@ -42,21 +40,21 @@ pub use copy_state::{CompletionMode, CopyToken, StorageCompletion};
 pub use device::{
     Accounting, SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice,
 };
-pub use element::{Element, PRESET_DTYPES, element_width};
 pub use engine::SimEngine;
 pub use error::MockError;
-pub use event_domain::{SimEventDomainDriver, current_launch_domain};
-pub use fault::{DeviceError, FaultPlan};
-pub use layout::{compact_strides, gather, is_compact, read_compact, read_view, strided_positions};
-pub use ledger::{Allocation, AllocationLedger};
+pub use event_domain::SimEventDomainDriver;
+pub use fault::FaultPlan;
+pub use host_domain::{HOST_DOMAIN_FAMILY, HostDomain};
 pub use providers::{SimDownload, SimPeer, SimUpload};
-pub use registration::EngineRole;
+pub use routes::SimRoutes;
 pub use storage::SimStorage;
 pub use stream::{SimStream, sim_storage_of};
-pub use trace::{Trace, TraceEvent};
-
-/// Items the exported macros name; not part of the stable API.
-#[doc(hidden)]
-pub mod reexports {
-    pub use tenferro_tensor::{Complex, DType};
-}
+// The vocabulary the harness owns and these devices speak, as a vendor's
+// device does: elements, layouts, traces, ledgers, device errors and
+// engine roles.
+pub use tenferro_transfer_harness::trace::current_launch_domain;
+pub use tenferro_transfer_harness::{
+    Allocation, AllocationLedger, DeviceError, Element, EngineRole, PRESET_DTYPES, Trace,
+    TraceEvent, compact_strides, element_width, gather, hold, is_compact, read_compact, read_view,
+    strided_positions, trace, with_element,
+};

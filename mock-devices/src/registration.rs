@@ -14,17 +14,9 @@ use tenferro_runtime::{
 };
 use tenferro_tensor::TensorRead;
 
-use crate::{SIM_FAMILY, SimDevice, SimEngine};
+use tenferro_transfer_harness::EngineRole;
 
-/// What a simulated engine may run in a rig.
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub enum EngineRole {
-    /// No operations: the engine only holds inputs, so work must move away.
-    Source,
-    /// Layout and elementwise preparation: the engine consumes transfers.
-    Destination,
-}
+use crate::{SIM_FAMILY, SimDevice, SimEngine};
 
 impl SimDevice {
     /// The engine of this device.

@@ -20,7 +20,7 @@ use tenferro_runtime::{
 };
 use tenferro_tensor::{Tensor, TensorRead};
 use tenferro_transfer_conformance::harness::{Endpoint, HostEndpoint, Route};
-use tenferro_transfer_conformance::mock_devices::{Element, EngineRole, SimDevice};
+use tenferro_transfer_conformance::mock_devices::{Element, EngineRole, HostDomain, SimDevice};
 
 /// Criterion settings short enough for a loaded 2-core machine.
 pub fn criterion() -> Criterion {
@@ -43,7 +43,13 @@ pub fn stage<T: Element>(endpoint: &Endpoint, values: Vec<T>) -> Tensor {
     let shape = vec![values.len()];
     let staged = if let Some(host) = endpoint.downcast::<HostEndpoint>() {
         match host.domain() {
-            Some(domain) => domain.tensor(shape, values),
+            Some(domain) => {
+                let domain: &dyn std::any::Any = domain.as_ref();
+                domain
+                    .downcast_ref::<HostDomain>()
+                    .expect("the managed host route's domain is a HostDomain")
+                    .tensor(shape, values)
+            }
             None => Tensor::from_vec_col_major(shape, values),
         }
     } else if let Some(device) = endpoint.downcast::<SimDevice>() {

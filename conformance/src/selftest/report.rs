@@ -16,7 +16,7 @@ use tenferro_transfer_harness::{Judgement, Rule, Violation};
 /// use std::sync::Arc;
 /// use tenferro_transfer_conformance::harness::{Case, Oracle, Rig, Route, Rule};
 /// use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
-/// use tenferro_transfer_conformance::mock_devices::{SimDevice, SimUpload};
+/// use tenferro_transfer_conformance::mock_devices::{SimDevice, SimRoutes, SimUpload};
 /// use tenferro_transfer_conformance::selftest::CaseCheck;
 ///
 /// // An upload that changes the last bit of every element breaks values.

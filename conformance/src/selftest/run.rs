@@ -206,6 +206,7 @@ fn exercise(
 ///
 /// ```
 /// use tenferro_transfer_conformance::harness::Route;
+/// use tenferro_transfer_conformance::mock_devices::SimRoutes;
 /// use tenferro_transfer_conformance::selftest::on_counting_devices;
 ///
 /// let route = on_counting_devices(&Route::host_to_sim().unwrap()).unwrap();

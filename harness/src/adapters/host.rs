@@ -1,12 +1,11 @@
 //! The host adapter: a real tenferro-cpu engine, with plain host memory or
-//! a [`HostDomain`] of its own (managed memory in a private allocation
-//! domain, a place distinct from other host engines).
+//! a host memory domain of its own ([`HostMemoryDomain`]: managed memory in
+//! a private allocation domain, a place distinct from other host engines).
 
 use std::any::Any;
 use std::sync::Arc;
 
 use tenferro_cpu::CpuEngine;
-use tenferro_mock_devices::{AllocationLedger, EngineRole, compact_strides, with_element};
 use tenferro_runtime::{
     CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
     ExecutableEngineRegistrationConfig, ExecutionContextIdentity, ExecutionEngine,
@@ -16,11 +15,38 @@ use tenferro_runtime::{
 use tenferro_tensor::{Tensor, TensorRead, TypedTensorView};
 
 use crate::case::Filler;
-use crate::stage::{carve, carve_tensor};
+use crate::stage::carve;
 use crate::{
-    Case, CompletionState, DeviceEndpoint, Endpoint, HOST_DOMAIN_FAMILY, HarnessError, HostDomain,
-    Layout, PlacementRule, Route, StorageRule, declared_ingress,
+    AllocationLedger, Case, CompletionState, DeviceEndpoint, Endpoint, EngineRole, HarnessError,
+    Layout, PlacementRule, Route, StorageRule, compact_strides, declared_ingress, with_element,
 };
+
+/// Host memory in an allocation domain of its own, on which a host
+/// endpoint's tenferro-cpu engine runs ([`HostEndpoint::managed`]): the
+/// domain allocates its tensors (placed as `MemoryKind::Managed`), names
+/// their backend family, accounts them, and stages a case's input in them.
+/// The simulated devices' crate has one (`tenferro_mock_devices::HostDomain`).
+pub trait HostMemoryDomain:
+    Any + tenferro_tensor::SharedTensorAllocationDomain + std::fmt::Debug + Send + Sync
+{
+    /// The backend family of the domain's storage.
+    fn family(&self) -> &'static str;
+
+    /// The ledger of the domain's allocations, if it keeps one.
+    fn ledger(&self) -> Option<Arc<AllocationLedger>>;
+
+    /// Build `case`'s input in the domain's memory (owned, or a strided
+    /// view of a backing in it) and hand it to `use_input` once.
+    ///
+    /// # Errors
+    ///
+    /// When tenferro rejects the tensor or view.
+    fn stage(
+        &self,
+        case: &Case,
+        use_input: &mut dyn FnMut(TensorRead<'_>),
+    ) -> Result<(), HarnessError>;
+}
 
 /// Storage class of every tenferro-cpu engine.
 pub const CPU_STORAGE_CLASS: &str = "tenferro-cpu.host.v1";
@@ -28,7 +54,8 @@ pub const CPU_STORAGE_CLASS: &str = "tenferro-cpu.host.v1";
 pub const HOST_PROVIDER_ID: &str = "tenferro-transfer-harness.host";
 
 /// A host endpoint: a real tenferro-cpu engine, optionally owning a
-/// [`HostDomain`] so that it is a distinct place from other host engines.
+/// [`HostMemoryDomain`] so that it is a distinct place from other host
+/// engines.
 ///
 /// As a source it hands the provider what tenferro-cpu hands one: plain
 /// host vectors, storage-group roots (as its kernels return them; owned
@@ -38,7 +65,7 @@ pub const HOST_PROVIDER_ID: &str = "tenferro-transfer-harness.host";
 pub struct HostEndpoint {
     name: String,
     engine_id: EngineId,
-    domain: Option<Arc<HostDomain>>,
+    domain: Option<Arc<dyn HostMemoryDomain>>,
 }
 
 impl HostEndpoint {
@@ -52,16 +79,16 @@ impl HostEndpoint {
         Self::with(name, None)
     }
 
-    /// A host endpoint whose engine owns a fresh [`HostDomain`].
+    /// A host endpoint whose engine owns `domain`.
     ///
     /// # Errors
     ///
     /// As [`HostEndpoint::plain`].
-    pub fn managed(name: &str) -> Result<Self, HarnessError> {
-        Self::with(name, Some(Arc::new(HostDomain::new())))
+    pub fn managed(name: &str, domain: Arc<dyn HostMemoryDomain>) -> Result<Self, HarnessError> {
+        Self::with(name, Some(domain))
     }
 
-    fn with(name: &str, domain: Option<Arc<HostDomain>>) -> Result<Self, HarnessError> {
+    fn with(name: &str, domain: Option<Arc<dyn HostMemoryDomain>>) -> Result<Self, HarnessError> {
         let engine_id =
             EngineId::new(format!("tenferro-transfer-harness.{name}.v1")).map_err(|error| {
                 HarnessError::config(format!("host endpoint `{name}`"), error.into())
@@ -74,7 +101,7 @@ impl HostEndpoint {
     }
 
     /// The host engine's domain, if it has one.
-    pub fn domain(&self) -> Option<&Arc<HostDomain>> {
+    pub fn domain(&self) -> Option<&Arc<dyn HostMemoryDomain>> {
         self.domain.as_ref()
     }
 
@@ -96,15 +123,6 @@ impl Endpoint {
     /// As [`HostEndpoint::plain`].
     pub fn host(name: &str) -> Result<Self, HarnessError> {
         Ok(Self::new(HostEndpoint::plain(name)?))
-    }
-
-    /// A host endpoint whose engine owns a fresh [`HostDomain`].
-    ///
-    /// # Errors
-    ///
-    /// As [`HostEndpoint::plain`].
-    pub fn host_with_domain(name: &str) -> Result<Self, HarnessError> {
-        Ok(Self::new(HostEndpoint::managed(name)?))
     }
 }
 
@@ -170,7 +188,11 @@ impl DeviceEndpoint for HostEndpoint {
     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
         let engine = self.cpu_engine();
         Ok(Box::new(match &self.domain {
-            Some(domain) => engine.with_allocation_domain(Arc::clone(domain) as Arc<_>),
+            Some(domain) => {
+                let domain: Arc<dyn tenferro_tensor::SharedTensorAllocationDomain> =
+                    Arc::clone(domain) as _;
+                engine.with_allocation_domain(domain)
+            }
             None => engine,
         }))
     }
@@ -186,8 +208,8 @@ impl DeviceEndpoint for HostEndpoint {
         match &self.domain {
             None => StorageRule::PlainHost,
             Some(domain) => StorageRule::Domain {
-                family: HOST_DOMAIN_FAMILY,
-                domain: tenferro_tensor::SharedTensorAllocationDomain::id(domain.as_ref()),
+                family: domain.family(),
+                domain: domain.id(),
             },
         }
     }
@@ -197,7 +219,10 @@ impl DeviceEndpoint for HostEndpoint {
         case: &Case,
         use_input: &mut dyn FnMut(TensorRead<'_>),
     ) -> Result<(), HarnessError> {
-        with_element!(case.dtype(), T => stage_host::<T>(self.domain.as_deref(), case, use_input),
+        if let Some(domain) = &self.domain {
+            return domain.stage(case, use_input);
+        }
+        with_element!(case.dtype(), T => stage_host::<T>(case, use_input),
             external => Err(HarnessError::InvalidCase { reason: format!("dtype {:?} is not a preset dtype", case.dtype()) }))
     }
 
@@ -209,9 +234,7 @@ impl DeviceEndpoint for HostEndpoint {
     }
 
     fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
-        self.domain
-            .as_ref()
-            .map(|domain| Arc::clone(domain.ledger()))
+        self.domain.as_ref().and_then(|domain| domain.ledger())
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -219,31 +242,17 @@ impl DeviceEndpoint for HostEndpoint {
     }
 }
 
-fn stage_host<T: tenferro_mock_devices::Element + Filler>(
-    domain: Option<&HostDomain>,
+fn stage_host<T: crate::Element + Filler>(
     case: &Case,
     use_input: &mut dyn FnMut(TensorRead<'_>),
 ) -> Result<(), HarnessError> {
     let stage = |source: tenferro_tensor::Error| HarnessError::Stage { source };
-    match (domain, case.layout()) {
-        (Some(domain), Layout::Owned) => {
-            let tensor = domain
-                .tensor(case.shape().to_vec(), case.typed_values::<T>())
-                .map_err(stage)?;
-            use_input(TensorRead::from_tensor(&tensor));
-            Ok(())
-        }
-        (Some(domain), Layout::View(spec)) => {
-            let tensor = domain
-                .tensor(spec.backing_shape.clone(), case.backing_values::<T>())
-                .map_err(stage)?;
-            carve_tensor::<T>(&tensor, spec, use_input)
-        }
+    match case.layout() {
         // tenferro-cpu hands over plain host vectors and, from its kernels,
         // tensors whose storage is the root of a storage group: owned cases
         // of rank 2 and above are staged as the latter (tenferro's own
         // promotion of a host tensor), the others as plain vectors.
-        (None, Layout::Owned) if case.shape().len() >= 2 => {
+        Layout::Owned if case.shape().len() >= 2 => {
             let typed = tenferro_tensor::TypedTensor::<T>::from_vec_col_major(
                 case.shape().to_vec(),
                 case.typed_values::<T>(),
@@ -259,14 +268,14 @@ fn stage_host<T: tenferro_mock_devices::Element + Filler>(
             use_input(TensorRead::from_tensor(&tensor));
             Ok(())
         }
-        (None, Layout::Owned) => {
+        Layout::Owned => {
             let tensor =
                 Tensor::from_vec_col_major(case.shape().to_vec(), case.typed_values::<T>())
                     .map_err(stage)?;
             use_input(TensorRead::from_tensor(&tensor));
             Ok(())
         }
-        (None, Layout::View(spec)) => {
+        Layout::View(spec) => {
             let backing = case.backing_values::<T>();
             let strides = compact_strides(&spec.backing_shape);
             let base = TypedTensorView::from_slice(&spec.backing_shape, &strides, 0, &backing)
@@ -301,23 +310,5 @@ impl Route {
     /// ```
     pub fn host_to_host() -> Result<Self, HarnessError> {
         Self::new(Endpoint::host("host-plain")?, Endpoint::host("host")?)
-    }
-
-    /// Host engine `host-src`, which owns its own allocation domain
-    /// (managed memory), to the plain host engine `host`.
-    ///
-    /// tenferro-cpu runs only on plain host buffers, so the engine with the
-    /// domain is the source (which never runs anything) and the provider must
-    /// deliver plain host memory. Its allocations are accounted, so this
-    /// route checks `no-leak` on the host.
-    ///
-    /// # Errors
-    ///
-    /// As [`Route::new`].
-    pub fn managed_to_host() -> Result<Self, HarnessError> {
-        Self::new(
-            Endpoint::host_with_domain("host-src")?,
-            Endpoint::host("host")?,
-        )
     }
 }

@@ -1,6 +1,6 @@
-//! The built-in device adapters: host (tenferro-cpu) and simulated devices
-//! (CUDA's lives in [`crate::cuda`], behind its feature). Each is written
-//! the way a vendor writes theirs, through [`crate::DeviceEndpoint`] only.
+//! The harness's own device adapter: the host (tenferro-cpu). CUDA's lives
+//! in [`crate::cuda`], behind its feature; the simulated devices' in their
+//! own crate. Each is written the way a vendor writes theirs, through
+//! [`crate::DeviceEndpoint`] only.
 
 pub(crate) mod host;
-pub(crate) mod sim;

@@ -5,11 +5,11 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::{EngineRole, with_element};
 use tenferro_gpu::cuda::{
     CudaDeviceId, CudaEngine, CudaRuntime, cuda_runtime_engine_registration, download_tensor,
     upload_tensor,
 };
-use tenferro_mock_devices::{EngineRole, with_element};
 use tenferro_runtime::{
     CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
     ExecutableEngineRegistrationConfig, ExecutionContextIdentity, ExecutionEngine,
@@ -357,7 +357,7 @@ impl CudaEndpoint {
             match host.as_typed::<T>().map(|typed| typed.buffer()) {
                 Some(StorageBuffer::Host(values)) => {
                     let mut bytes = Vec::new();
-                    <T as tenferro_mock_devices::Element>::extend_bytes(values, &mut bytes);
+                    <T as crate::Element>::extend_bytes(values, &mut bytes);
                     Ok(bytes)
                 }
                 _ => Err("the download did not return host storage of its dtype".to_owned()),

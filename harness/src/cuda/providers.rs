@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::{read_compact, with_element};
 use tenferro_gpu::cuda::{download_tensor, upload_tensor};
-use tenferro_mock_devices::{read_compact, with_element};
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{Tensor, TensorRead};
 

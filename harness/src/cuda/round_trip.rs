@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use crate::{EngineRole, read_compact};
 use tenferro_cpu::CpuEngine;
 use tenferro_gpu::cuda::CudaEngine;
-use tenferro_mock_devices::{EngineRole, read_compact};
 use tenferro_runtime::{
     CoreCapabilityBundle, EngineId, EngineRegistration, ExecutionContextIdentity, ExecutionEngine,
     GraphCompiler, Runtime, TracedTensor, TransferProvider,

@@ -17,7 +17,7 @@ use crate::Element;
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::read_compact;
+/// use tenferro_transfer_harness::read_compact;
 /// use tenferro_tensor::{TensorRead, TensorView, TypedTensorView};
 ///
 /// let backing = [0.0_f64, 1.0, 2.0, 3.0, 4.0, 5.0];
@@ -63,7 +63,7 @@ pub fn read_view<T: Element>(view: &TypedTensorView<'_, T>) -> Result<Vec<T>> {
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::gather;
+/// use tenferro_transfer_harness::gather;
 ///
 /// // A reversed vector: stride -1 from the last element.
 /// assert_eq!(gather(&[3], &[-1], 2, &[1, 2, 3]).unwrap(), vec![3, 2, 1]);
@@ -107,7 +107,7 @@ pub fn gather<T: Copy>(
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::strided_positions;
+/// use tenferro_transfer_harness::strided_positions;
 ///
 /// assert_eq!(strided_positions(&[2, 2], &[2, 1], 1), vec![1, 3, 2, 4]);
 /// ```

@@ -33,21 +33,23 @@ impl fmt::Display for Allocation {
     }
 }
 
-/// Counts and lists the live allocations of one simulated device (or host
-/// domain).
+/// Counts and lists the live allocations of one device: its adapter opens
+/// an entry when the device allocates and closes it when it frees
+/// ([`DeviceEndpoint::allocation_ledger`](crate::DeviceEndpoint::allocation_ledger)).
 ///
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::SimDevice;
+/// use tenferro_tensor::AllocationDomainId;
+/// use tenferro_transfer_harness::AllocationLedger;
 ///
-/// let device = SimDevice::new(0).unwrap();
-/// let tensor = device.tensor(vec![4], vec![1_i64, 2, 3, 4]).unwrap();
-/// let live = device.ledger().live_allocations();
+/// let ledger = AllocationLedger::default();
+/// ledger.open(1, AllocationDomainId::fresh(), 32);
+/// let live = ledger.live_allocations();
 /// assert_eq!(live.len(), 1);
 /// assert_eq!(live[0].bytes, 32);
-/// drop(tensor);
-/// assert!(device.ledger().live_allocations().is_empty());
+/// ledger.close(1);
+/// assert!(ledger.live_allocations().is_empty());
 /// ```
 #[derive(Debug, Default)]
 pub struct AllocationLedger {
@@ -75,7 +77,7 @@ impl AllocationLedger {
     /// # Examples
     ///
     /// ```
-    /// use tenferro_mock_devices::AllocationLedger;
+    /// use tenferro_transfer_harness::AllocationLedger;
     /// use tenferro_tensor::AllocationDomainId;
     ///
     /// let ledger = AllocationLedger::default();
@@ -118,7 +120,7 @@ impl AllocationLedger {
     /// # Examples
     ///
     /// ```
-    /// use tenferro_mock_devices::AllocationLedger;
+    /// use tenferro_transfer_harness::AllocationLedger;
     /// use tenferro_tensor::AllocationDomainId;
     ///
     /// let ledger = AllocationLedger::default();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rstest::rstest;
 use tenferro_mock_devices::providers::{Broken, Fault};
-use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
+use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimRoutes, SimUpload};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::{Complex, DType};
 use tenferro_transfer_harness::{

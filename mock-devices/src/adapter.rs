@@ -4,19 +4,14 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use tenferro_mock_devices::{
-    Accounting, AllocationLedger, EngineRole, SIM_FAMILY, SimDevice, StorageCompletion,
-    sim_storage_of, with_element,
-};
 use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
 use tenferro_tensor::{Tensor, TensorRead};
-
-use crate::case::Filler;
-use crate::stage::carve_tensor;
-use crate::{
-    Case, CompletionState, DeviceEndpoint, Endpoint, HarnessError, Layout, MemoryInUse,
-    PlacementRule, Route, StorageRule,
+use tenferro_transfer_harness::{
+    AllocationLedger, Case, CompletionState, DeviceEndpoint, EngineRole, HarnessError, MemoryInUse,
+    PlacementRule, StorageRule, read_compact, stage_via_host, with_element,
 };
+
+use crate::{Accounting, SIM_FAMILY, SimDevice, StorageCompletion, sim_storage_of};
 
 impl DeviceEndpoint for SimDevice {
     fn name(&self) -> &str {
@@ -37,7 +32,7 @@ impl DeviceEndpoint for SimDevice {
 
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
         SimDevice::registration(self, role).map_err(|source| {
-            HarnessError::config(format!("registration of `{}`", self.name()), source)
+            HarnessError::adapter(format!("registration of `{}`", self.name()), source)
         })
     }
 
@@ -61,8 +56,7 @@ impl DeviceEndpoint for SimDevice {
         case: &Case,
         use_input: &mut dyn FnMut(TensorRead<'_>),
     ) -> Result<(), HarnessError> {
-        with_element!(case.dtype(), T => stage_sim::<T>(self, case, use_input),
-            external => Err(HarnessError::InvalidCase { reason: format!("dtype {:?} is not a preset dtype", case.dtype()) }))
+        stage_via_host(case, |host| upload_values(self, &host), use_input)
     }
 
     /// Simulated memory knows whether the copy into it has landed.
@@ -76,9 +70,6 @@ impl DeviceEndpoint for SimDevice {
             },
             Some(StorageCompletion::Failed(error)) => CompletionState::Failed {
                 detail: error.to_string(),
-            },
-            Some(_) => CompletionState::Unknown {
-                reason: "the simulated storage reports a state this harness does not know".into(),
             },
             None => CompletionState::Unknown {
                 reason: "the output is not simulated memory, so its completion cannot be observed"
@@ -110,75 +101,16 @@ impl DeviceEndpoint for SimDevice {
     }
 }
 
-fn stage_sim<T: tenferro_mock_devices::Element + Filler>(
-    device: &SimDevice,
-    case: &Case,
-    use_input: &mut dyn FnMut(TensorRead<'_>),
-) -> Result<(), HarnessError> {
-    let stage = |source: tenferro_tensor::Error| HarnessError::Stage { source };
-    match case.layout() {
-        Layout::Owned => {
-            let tensor = device
-                .tensor(case.shape().to_vec(), case.typed_values::<T>())
-                .map_err(stage)?;
-            use_input(TensorRead::from_tensor(&tensor));
-            Ok(())
-        }
-        Layout::View(spec) => {
-            let tensor = device
-                .tensor(spec.backing_shape.clone(), case.backing_values::<T>())
-                .map_err(stage)?;
-            carve_tensor::<T>(&tensor, spec, use_input)
-        }
-    }
-}
-
-impl Endpoint {
-    /// An endpoint on a simulated device.
-    pub fn sim(device: SimDevice) -> Self {
-        Self::new(device)
-    }
-}
-
-impl Route {
-    /// Host (tenferro-cpu) to a fresh simulated device `sim0`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Route::new`], or a device setup failure.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use tenferro_mock_devices::SimDevice;
-    /// use tenferro_transfer_harness::Route;
-    ///
-    /// let route = Route::host_to_sim().unwrap();
-    /// assert_eq!(route.label(), "host->sim0");
-    /// assert!(route.destination().downcast::<SimDevice>().is_some());
-    /// ```
-    pub fn host_to_sim() -> Result<Self, HarnessError> {
-        Self::new(Endpoint::host("host")?, Endpoint::sim(SimDevice::new(0)?))
-    }
-
-    /// A fresh simulated device `sim0` to host (tenferro-cpu).
-    ///
-    /// # Errors
-    ///
-    /// As [`Route::host_to_sim`].
-    pub fn sim_to_host() -> Result<Self, HarnessError> {
-        Self::new(Endpoint::sim(SimDevice::new(0)?), Endpoint::host("host")?)
-    }
-
-    /// Simulated device `sim0` to simulated device `sim1`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Route::host_to_sim`].
-    pub fn sim_to_sim() -> Result<Self, HarnessError> {
-        Self::new(
-            Endpoint::sim(SimDevice::new(0)?),
-            Endpoint::sim(SimDevice::new(1)?),
-        )
-    }
+/// A host tensor's values copied into `device`'s memory: how a case's input
+/// (or a view's backing) is staged on a simulated device.
+pub(crate) fn upload_values(device: &SimDevice, host: &Tensor) -> Result<Tensor, HarnessError> {
+    let read = TensorRead::from_tensor(host);
+    with_element!(read.dtype(), T => {
+        let values = read_compact::<T>(&read).map_err(|source| HarnessError::Stage { source })?;
+        device
+            .tensor(read.shape().to_vec(), values)
+            .map_err(|source| HarnessError::Stage { source })
+    }, external => Err(HarnessError::InvalidCase {
+        reason: format!("dtype {:?} is not a preset dtype", read.dtype()),
+    }))
 }

@@ -8,7 +8,7 @@
 //! completion is recorded even when another thread releases it). When a case
 //! hangs, the trace says what the provider was doing.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -143,7 +143,7 @@ impl fmt::Display for TraceEvent {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tenferro_mock_devices::{trace, Trace, TraceEvent};
+/// use tenferro_transfer_harness::{trace, Trace, TraceEvent};
 ///
 /// let sink = Arc::new(Trace::default());
 /// {
@@ -219,4 +219,42 @@ pub fn record(event: TraceEvent) {
             trace.push(event);
         }
     });
+}
+
+thread_local! {
+    static LAUNCHING: Cell<Option<EventDomainId>> = const { Cell::new(None) };
+}
+
+/// The event domain whose launch is running on this thread, if a device's
+/// event-domain driver marked one ([`launching`]): a provider called by the
+/// runtime sees its destination's domain here, and the Spy records it.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::trace::current_launch_domain;
+///
+/// assert_eq!(current_launch_domain(), None);
+/// ```
+pub fn current_launch_domain() -> Option<EventDomainId> {
+    LAUNCHING.with(Cell::get)
+}
+
+/// Mark `domain` as launching on this thread until the guard drops (also
+/// when the launch unwinds): what a device's event-domain driver does
+/// around a launch, so that the suite can check a transfer launched in its
+/// destination's domain.
+#[must_use = "the mark lasts as long as the guard"]
+pub fn launching(domain: EventDomainId) -> LaunchMark {
+    LaunchMark(LAUNCHING.with(|cell| cell.replace(Some(domain))))
+}
+
+/// Restores the previous launch mark when dropped ([`launching`]).
+#[derive(Debug)]
+pub struct LaunchMark(Option<EventDomainId>);
+
+impl Drop for LaunchMark {
+    fn drop(&mut self) {
+        LAUNCHING.with(|cell| cell.set(self.0));
+    }
 }

@@ -28,7 +28,7 @@ thread_local! {
 ///
 /// ```
 /// use std::sync::mpsc;
-/// use tenferro_mock_devices::hold;
+/// use tenferro_transfer_harness::hold;
 ///
 /// let (parked, heard) = mpsc::channel();
 /// let worker = std::thread::spawn(move || {
@@ -60,7 +60,7 @@ static HOLDS: LazyLock<Holds> = LazyLock::new(|| Holds {
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::hold;
+/// use tenferro_transfer_harness::hold;
 ///
 /// let worker = std::thread::spawn(|| hold::park_until_released());
 /// let id = worker.thread().id();

@@ -13,7 +13,7 @@ use tenferro_tensor::{Complex, DType, TensorScalar, TensorView, TypedTensorView}
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::Element;
+/// use tenferro_transfer_harness::Element;
 ///
 /// let mut bytes = Vec::new();
 /// f32::extend_bytes(&[-0.0_f32], &mut bytes);
@@ -213,7 +213,7 @@ pub const PRESET_DTYPES: [DType; 7] = [
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::element_width;
+/// use tenferro_transfer_harness::element_width;
 /// use tenferro_tensor::DType;
 ///
 /// assert_eq!(element_width(DType::C64), Some(16));
@@ -235,7 +235,7 @@ pub fn element_width(dtype: DType) -> Option<usize> {
 /// # Examples
 ///
 /// ```
-/// use tenferro_mock_devices::{with_element, Element};
+/// use tenferro_transfer_harness::{with_element, Element};
 /// use tenferro_tensor::DType;
 ///
 /// let width = with_element!(DType::I64, T => T::WIDTH, external => 0);
