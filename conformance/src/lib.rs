@@ -19,6 +19,7 @@
 //! assert!(!report.failed(), "{}", report.to_table());
 //! ```
 
+pub mod adapter;
 mod builtin;
 pub mod concurrency;
 pub mod fuzzing;

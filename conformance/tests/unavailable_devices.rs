@@ -3,16 +3,13 @@
 //! require variables turn those skips into failures. Shown for CUDA (no GPU
 //! on this machine) and for a vendor's own adapter that says it is absent.
 
-use std::any::Any;
 use std::process::Command;
 use std::sync::Arc;
 
-use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
+use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::harness::{
-    Availability, DeviceEndpoint, EngineRole, HarnessError, Layout, PlacementRule,
-    REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV, StorageRule, cuda_unavailable_reason,
+    REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV, cuda_unavailable_reason,
 };
-use tenferro_transfer_conformance::prelude::*;
 
 /// A vendor's device whose driver is not installed on this machine.
 #[derive(Debug)]
@@ -33,20 +30,15 @@ fn absent(what: &str) -> HarnessError {
 }
 
 impl DeviceEndpoint for AbsentNpu {
-    fn name(&self) -> &str {
-        "npu0"
-    }
-
-    fn kind(&self) -> &str {
-        "vendor-npu"
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        &self.id
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        Err(absent("storage class"))
+    fn describe(&self) -> DeviceDescription {
+        DeviceDescription::new(
+            "npu0",
+            "vendor-npu",
+            self.id.clone(),
+            StorageClass::new("vendor.npu.v1").expect("a valid storage class"),
+            PlacementRule::Host,
+            StorageRule::PlainHost,
+        )
     }
 
     fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
@@ -57,22 +49,10 @@ impl DeviceEndpoint for AbsentNpu {
         Err(absent("engine"))
     }
 
-    fn placement_rule(&self) -> PlacementRule {
-        PlacementRule::Host
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        StorageRule::PlainHost
-    }
-
     fn availability(&self) -> Availability {
         Availability::Unavailable {
             reason: "the NPU driver (libnpu.so) is not installed".to_owned(),
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -157,6 +137,62 @@ fn requiring_the_vendor_device_fails_every_rule() {
     assert!(!output.status.success());
 }
 
+/// A vendor's device whose opening fails on this machine.
+#[derive(Debug)]
+struct FailingNpu;
+
+impl FailingNpu {
+    fn open() -> Result<AbsentNpu, std::io::Error> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no /dev/npu0: the NPU is not plugged in",
+        ))
+    }
+}
+
+/// The lazy-open pattern: the route factory opens the device, and an
+/// opening that fails is an absent device, not a route that failed to
+/// build.
+fn failing_npu_suite() -> ProviderSuite {
+    ProviderSuite::new("npu-upload", Level::V1)
+        .route(
+            "upload",
+            || {
+                Route::new(
+                    Endpoint::host("host")?,
+                    Endpoint::open_or_absent("npu0", "vendor-npu", FailingNpu::open)?,
+                )
+            },
+            |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>),
+        )
+        .profile(Profile::Quick)
+}
+
+#[test]
+fn a_vendor_device_that_fails_to_open_skips_every_rule_with_the_error() {
+    assert_every_rule_skips(&failing_npu_suite(), "npu0: no /dev/npu0");
+}
+
+#[test]
+#[ignore = "run by requiring_a_device_that_fails_to_open_fails_every_rule, with the require variable set"]
+fn failing_npu_rules_fail_when_required() {
+    assert_every_rule_fails(&failing_npu_suite(), "requires the vendor-npu device");
+}
+
+#[test]
+fn requiring_a_device_that_fails_to_open_fails_every_rule() {
+    let output = rerun_with(
+        "failing_npu_rules_fail_when_required",
+        REQUIRE_DEVICES_ENV,
+        "vendor-npu",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
 #[test]
 fn a_cuda_route_without_a_gpu_skips_every_rule_with_the_reason() {
     let Some(reason) = cuda_unavailable_reason() else {
@@ -196,16 +232,10 @@ struct OwnedOnlyHost {
 }
 
 impl DeviceEndpoint for OwnedOnlyHost {
-    fn name(&self) -> &str {
-        "owned-only"
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        self.inner.engine_id()
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        self.inner.storage_class()
+    fn describe(&self) -> DeviceDescription {
+        let mut description = self.inner.adapter().describe();
+        description.name = "owned-only".to_owned();
+        description
     }
 
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
@@ -214,14 +244,6 @@ impl DeviceEndpoint for OwnedOnlyHost {
 
     fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
         self.inner.engine(role)
-    }
-
-    fn placement_rule(&self) -> PlacementRule {
-        self.inner.placement_rule()
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        self.inner.storage_rule()
     }
 
     fn stage(
@@ -239,10 +261,6 @@ impl DeviceEndpoint for OwnedOnlyHost {
 
     fn stages_views(&self) -> bool {
         false
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

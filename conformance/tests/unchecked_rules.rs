@@ -5,16 +5,11 @@
 //! `no-leak` and `capability-honesty` as passed, although no case could
 //! check them; they are skips, with the reason, on every path.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use tenferro_cpu::CpuEngine;
-use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
 use tenferro_tensor::Error;
-use tenferro_transfer_conformance::harness::{
-    DeviceEndpoint, EngineRole, HarnessError, PlacementRule, StorageRule,
-};
-use tenferro_transfer_conformance::prelude::*;
+use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::record::Origin;
 
 /// A vendor's plain CPU device: host memory, no ledger, no completion
@@ -25,16 +20,17 @@ struct PlainCpu {
 }
 
 impl DeviceEndpoint for PlainCpu {
-    fn name(&self) -> &str {
-        "vendor-cpu"
+    fn describe(&self) -> DeviceDescription {
+        DeviceDescription::new(
+            "vendor-cpu",
+            "vendor-cpu",
+            self.id.clone(),
+            StorageClass::new("tenferro-cpu.host.v1").expect("tenferro-cpu's storage class"),
+            PlacementRule::Host,
+            StorageRule::PlainHost,
+        )
     }
-    fn engine_id(&self) -> &EngineId {
-        &self.id
-    }
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        StorageClass::new("tenferro-cpu.host.v1")
-            .map_err(|e| HarnessError::adapter("vendor-cpu's storage class", e))
-    }
+
     fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
         let engine = CpuEngine::serial().with_runtime_engine_id(self.id.clone());
         tenferro_cpu::runtime_engine_registration_with_id(&engine, self.id.clone())
@@ -44,15 +40,6 @@ impl DeviceEndpoint for PlainCpu {
         Ok(Box::new(
             CpuEngine::serial().with_runtime_engine_id(self.id.clone()),
         ))
-    }
-    fn placement_rule(&self) -> PlacementRule {
-        PlacementRule::Host
-    }
-    fn storage_rule(&self) -> StorageRule {
-        StorageRule::PlainHost
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

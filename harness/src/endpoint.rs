@@ -68,25 +68,92 @@ pub enum ReadBack {
     },
 }
 
+/// What a device is, as the suite sees it: its name and kind, the
+/// identities the runtime knows its engine by, and what a correct output
+/// on it looks like. What [`DeviceEndpoint::describe`] returns.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_runtime::{EngineId, StorageClass};
+/// use tenferro_transfer_harness::{DeviceDescription, PlacementRule, StorageRule};
+///
+/// let description = DeviceDescription::new(
+///     "my-cpu",
+///     "my-cpu",
+///     EngineId::new("my-vendor.cpu.v1").unwrap(),
+///     StorageClass::new("tenferro-cpu.host.v1").unwrap(),
+///     PlacementRule::Host,
+///     StorageRule::PlainHost,
+/// );
+/// assert_eq!(description.name, "my-cpu");
+/// ```
+#[derive(Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
+pub struct DeviceDescription {
+    /// The endpoint's name in reports (`host`, `sim0`, `cuda0`, `npu0`).
+    pub name: String,
+    /// The kind of device, for [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV)
+    /// (`host`, `sim`, `cuda`, or your own).
+    pub kind: String,
+    /// The engine id the runtime knows the device's engine by; it must
+    /// differ from the other side's.
+    pub engine_id: EngineId,
+    /// The storage class transfers use on the device.
+    pub storage_class: StorageClass,
+    /// The placement a correct output on the device has.
+    pub placement: PlacementRule,
+    /// The storage (backend family, allocation domain) a correct output on
+    /// the device has.
+    pub storage: StorageRule,
+}
+
+impl DeviceDescription {
+    /// A description from its parts.
+    pub fn new(
+        name: impl Into<String>,
+        kind: impl Into<String>,
+        engine_id: EngineId,
+        storage_class: StorageClass,
+        placement: PlacementRule,
+        storage: StorageRule,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            kind: kind.into(),
+            engine_id,
+            storage_class,
+            placement,
+            storage,
+        }
+    }
+}
+
 /// A device as the harness sees it: one adapter per kind of device.
 ///
 /// Implement it for your own device to run the suite's routes to, from or
-/// between your device's memory, on your own tenferro engine. The required
-/// methods say how to build the engine and what a correct output looks
-/// like; the others have defaults that make the rules they serve an honest
-/// skip (with the reason) rather than a pass:
+/// between your device's memory, on your own tenferro engine. Three
+/// methods are required: what the device is ([`describe`](DeviceEndpoint::describe)),
+/// how its engine registers ([`registration`](DeviceEndpoint::registration):
+/// [`DeviceDescription::registration`] writes it) and a fresh engine
+/// ([`engine`](DeviceEndpoint::engine)). The others have defaults that make
+/// the rules they serve an honest skip (with the reason) rather than a
+/// pass:
 ///
 /// | method | default | without it |
 /// |---|---|---|
 /// | [`stage`](DeviceEndpoint::stage) | refuses | the device cannot be a route's source |
+/// | [`stages_views`](DeviceEndpoint::stages_views) | `true` | (say `false` when `stage` cannot carve views: generated cases then draw none) |
 /// | [`read_back`](DeviceEndpoint::read_back) | `None`: the Spy uses `map_read` | unmappable output: `values` not checked |
 /// | [`completion`](DeviceEndpoint::completion) | unknown | `completion` not checked |
 /// | [`allocation_ledger`](DeviceEndpoint::allocation_ledger) | none | `no-leak` from the ledger not checked |
 /// | [`memory_in_use`](DeviceEndpoint::memory_in_use) | none | `no-leak` from counts not checked (level V2) |
 /// | [`settle`](DeviceEndpoint::settle) | nothing to wait for | |
 /// | [`availability`](DeviceEndpoint::availability) | available | |
-/// | [`stages_views`](DeviceEndpoint::stages_views) | `true` | |
 /// | [`launches_in_own_domain`](DeviceEndpoint::launches_in_own_domain) | `false` | the launch domain is not checked |
+///
+/// A route's factory reaches the adapter again with
+/// [`Endpoint::downcast`] (any `'static` type downcasts: nothing to write).
 ///
 /// # Examples
 ///
@@ -94,24 +161,21 @@ pub enum ReadBack {
 /// only (no staging, no completion probe, no ledger).
 ///
 /// ```
-/// use std::any::Any;
 /// use std::sync::Arc;
 /// use tenferro_cpu::CpuEngine;
 /// use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
 /// use tenferro_transfer_harness::{
-///     DeviceEndpoint, EngineRole, Endpoint, HarnessError, HostProvider, Oracle, PlacementRule,
-///     Rig, Route, StorageRule, Case,
+///     Case, DeviceDescription, DeviceEndpoint, EngineRole, Endpoint, HarnessError, HostProvider,
+///     Oracle, PlacementRule, Rig, Route, StorageRule,
 /// };
 ///
 /// #[derive(Debug)]
 /// struct PlainCpu { id: EngineId }
 ///
 /// impl DeviceEndpoint for PlainCpu {
-///     fn name(&self) -> &str { "my-cpu" }
-///     fn engine_id(&self) -> &EngineId { &self.id }
-///     fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-///         StorageClass::new("tenferro-cpu.host.v1")
-///             .map_err(|e| HarnessError::adapter("my-cpu's storage class", e))
+///     fn describe(&self) -> DeviceDescription {
+///         let class = StorageClass::new("tenferro-cpu.host.v1").expect("a valid class");
+///         DeviceDescription::new("my-cpu", "my-cpu", self.id.clone(), class, PlacementRule::Host, StorageRule::PlainHost)
 ///     }
 ///     fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
 ///         let engine = CpuEngine::serial().with_runtime_engine_id(self.id.clone());
@@ -121,9 +185,6 @@ pub enum ReadBack {
 ///     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
 ///         Ok(Box::new(CpuEngine::serial().with_runtime_engine_id(self.id.clone())))
 ///     }
-///     fn placement_rule(&self) -> PlacementRule { PlacementRule::Host }
-///     fn storage_rule(&self) -> StorageRule { StorageRule::PlainHost }
-///     fn as_any(&self) -> &dyn Any { self }
 /// }
 ///
 /// let destination = Endpoint::new(PlainCpu { id: EngineId::new("my-vendor.cpu.v1").unwrap() });
@@ -132,35 +193,23 @@ pub enum ReadBack {
 /// let case = Case::from_values(vec![2], vec![1.5_f64, -0.0]).unwrap();
 /// assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 /// ```
-pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
-    /// The endpoint's name in reports (`host`, `sim0`, `cuda0`).
-    fn name(&self) -> &str;
+pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
+    /// What the device is: its name and kind, its engine id and storage
+    /// class, and what a correct output on it looks like. Asked once when
+    /// the endpoint is made (name, kind and identities), and again for the
+    /// rules each time a case is judged (a device whose allocation domain
+    /// changes, as a reopened CUDA runtime's does, answers the current one).
+    fn describe(&self) -> DeviceDescription;
 
-    /// The kind of device, for [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) (`host`, `sim`,
-    /// `cuda`, or your own); defaults to `device`.
-    fn kind(&self) -> &str {
-        "device"
-    }
-
-    /// The engine id the runtime knows this endpoint's engine by; it must
-    /// differ from the other side's.
-    fn engine_id(&self) -> &EngineId;
-
-    /// The storage class transfers use on this endpoint.
-    ///
-    /// # Errors
-    ///
-    /// When tenferro rejects the class name.
-    fn storage_class(&self) -> Result<StorageClass, HarnessError>;
-
-    /// The runtime registration of this endpoint's engine in `role`.
+    /// The runtime registration of this device's engine in `role`
+    /// ([`DeviceDescription::registration`] builds it from the description).
     ///
     /// As a [`EngineRole::Source`] the engine must have no capabilities, so
     /// that the program's op cannot run on it; as a
     /// [`EngineRole::Destination`] it must run an identity reshape and
     /// refuse the raw input (its runtime-input contract), so the input must
     /// move through the provider. [`declared_ingress`] builds an ingress
-    /// contract from this endpoint's rules.
+    /// contract from the description's rules.
     ///
     /// # Errors
     ///
@@ -173,13 +222,6 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
     ///
     /// When the device's engine cannot be opened.
     fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError>;
-
-    /// The placement a correct output on this endpoint has.
-    fn placement_rule(&self) -> PlacementRule;
-
-    /// The storage (backend family, allocation domain) a correct output on
-    /// this endpoint has.
-    fn storage_rule(&self) -> StorageRule;
 
     /// Build `case`'s input the way this device's engine hands a tensor to
     /// a provider (owned, and as a strided view when the case is one), and
@@ -200,7 +242,7 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
         Err(HarnessError::Unavailable {
             reason: format!(
                 "{} does not stage inputs (its adapter has no `stage`), so it can only be a destination",
-                self.name()
+                self.describe().name
             ),
         })
     }
@@ -227,7 +269,7 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
         CompletionState::Unknown {
             reason: format!(
                 "the adapter of {} has no completion probe, so completion cannot be observed",
-                self.name()
+                self.describe().name
             ),
         }
     }
@@ -274,9 +316,6 @@ pub trait DeviceEndpoint: fmt::Debug + Send + Sync + 'static {
     fn launches_in_own_domain(&self) -> bool {
         false
     }
-
-    /// `self`, for [`Endpoint::downcast`].
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// Ingress of an engine assembled from an endpoint's rules: its placement
@@ -366,6 +405,9 @@ pub fn stage_via_host(
 #[derive(Clone)]
 pub struct Endpoint {
     adapter: Arc<dyn DeviceEndpoint>,
+    /// What the adapter described when the endpoint was made: its name,
+    /// kind and identities are fixed from then on.
+    identity: Arc<DeviceDescription>,
     /// The cases running on the device now, shared by every clone: a case
     /// that ran alone owns every allocation made meanwhile.
     activity: Arc<Activity>,
@@ -386,6 +428,7 @@ impl Endpoint {
     /// An endpoint on a shared adapter.
     pub fn from_arc(adapter: Arc<dyn DeviceEndpoint>) -> Self {
         Self {
+            identity: Arc::new(adapter.describe()),
             adapter,
             activity: Arc::default(),
         }
@@ -416,22 +459,23 @@ impl Endpoint {
     /// The adapter as its concrete type, when it is a `T` (how a provider
     /// factory reaches its own device: `route.destination().downcast::<MyDevice>()`).
     pub fn downcast<T: DeviceEndpoint>(&self) -> Option<&T> {
-        self.adapter.as_any().downcast_ref::<T>()
+        let adapter: &dyn Any = self.adapter.as_ref();
+        adapter.downcast_ref::<T>()
     }
 
     /// The endpoint's name in reports.
     pub fn name(&self) -> &str {
-        self.adapter.name()
+        &self.identity.name
     }
 
     /// The kind of device (see [`DeviceEndpoint::kind`]).
     pub fn kind(&self) -> &str {
-        self.adapter.kind()
+        &self.identity.kind
     }
 
     /// The engine id.
     pub fn engine_id(&self) -> &EngineId {
-        self.adapter.engine_id()
+        &self.identity.engine_id
     }
 
     /// The storage class transfers use on this endpoint.
@@ -440,7 +484,7 @@ impl Endpoint {
     ///
     /// As [`DeviceEndpoint::storage_class`].
     pub fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        self.adapter.storage_class()
+        Ok(self.identity.storage_class.clone())
     }
 
     /// The transfer endpoint.
@@ -457,12 +501,12 @@ impl Endpoint {
 
     /// The placement a tensor on this endpoint must have.
     pub fn placement_rule(&self) -> PlacementRule {
-        self.adapter.placement_rule()
+        self.adapter.describe().placement
     }
 
     /// The storage a tensor on this endpoint must use.
     pub fn storage_rule(&self) -> StorageRule {
-        self.adapter.storage_rule()
+        self.adapter.describe().storage
     }
 
     /// A fresh engine for this endpoint in `role`.
@@ -530,6 +574,42 @@ impl Endpoint {
         }
     }
 
+    /// An endpoint on the device `open` opens, or, where opening fails, an
+    /// absent one ([`Endpoint::absent`]) whose reason is the error and its
+    /// causes: the lazy-open pattern of a route factory, so that a device
+    /// that is not here makes its routes skips (failures where the settings
+    /// require devices of `kind`), never routes that could not be built.
+    ///
+    /// # Errors
+    ///
+    /// As [`Endpoint::absent`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{Endpoint, HarnessError, HostEndpoint, Route};
+    ///
+    /// fn open_npu() -> Result<HostEndpoint, std::io::Error> {
+    ///     Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no /dev/npu0"))
+    /// }
+    /// let device = Endpoint::open_or_absent("npu0", "vendor-npu", open_npu).unwrap();
+    /// let route = Route::new(Endpoint::host("host").unwrap(), device).unwrap();
+    /// match route.gate() {
+    ///     Err(HarnessError::Unavailable { reason }) => assert_eq!(reason, "npu0: no /dev/npu0"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn open_or_absent<D: DeviceEndpoint, E: std::error::Error + 'static>(
+        name: &str,
+        kind: &str,
+        open: impl FnOnce() -> Result<D, E>,
+    ) -> Result<Self, HarnessError> {
+        match open() {
+            Ok(device) => Ok(Self::new(device)),
+            Err(error) => Self::absent(name, kind, &crate::describe_error(&error)),
+        }
+    }
+
     /// An endpoint for a device that is not here: every case of its routes
     /// is a skip with `reason`, or a failure where the settings require
     /// devices of `kind` ([`Endpoint::gate`]). What a route's factory
@@ -562,6 +642,9 @@ impl Endpoint {
             id: EngineId::new("tenferro-transfer-harness.absent.v1").map_err(|source| {
                 HarnessError::config("an absent device's engine id", source.into())
             })?,
+            class: StorageClass::new("tenferro-transfer-harness.absent.v1").map_err(|source| {
+                HarnessError::config("an absent device's storage class", source.into())
+            })?,
         }))
     }
 }
@@ -582,6 +665,7 @@ struct AbsentDevice {
     kind: String,
     reason: String,
     id: EngineId,
+    class: StorageClass,
 }
 
 impl AbsentDevice {
@@ -593,20 +677,15 @@ impl AbsentDevice {
 }
 
 impl DeviceEndpoint for AbsentDevice {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &str {
-        &self.kind
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        &self.id
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        Err(self.absent())
+    fn describe(&self) -> DeviceDescription {
+        DeviceDescription::new(
+            self.name.clone(),
+            self.kind.clone(),
+            self.id.clone(),
+            self.class.clone(),
+            PlacementRule::Host,
+            StorageRule::PlainHost,
+        )
     }
 
     fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
@@ -617,21 +696,9 @@ impl DeviceEndpoint for AbsentDevice {
         Err(self.absent())
     }
 
-    fn placement_rule(&self) -> PlacementRule {
-        PlacementRule::Host
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        StorageRule::PlainHost
-    }
-
     fn availability(&self) -> Availability {
         Availability::Unavailable {
             reason: self.reason.clone(),
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

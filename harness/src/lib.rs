@@ -42,6 +42,7 @@ mod host;
 mod ledger;
 mod oracle;
 mod outcome;
+mod registration;
 mod rig;
 mod route;
 mod rule;
@@ -66,8 +67,8 @@ pub use device_error::DeviceError;
 pub use effects::{ChangedOutput, HeldOutputs, InputReads};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use endpoint::{
-    Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, declared_ingress,
-    device_required, stage_via_host,
+    Availability, DeviceDescription, DeviceEndpoint, Endpoint, EngineRole, ReadBack,
+    declared_ingress, device_required, stage_via_host,
 };
 pub use error::{HarnessError, describe_error};
 pub use gate::{announce_skip, cuda_required, cuda_unavailable_reason, route_or_skip};
@@ -80,6 +81,7 @@ pub use oracle::{INSIDE_CAPABILITIES, Judgement, Oracle, Unchecked, Violation, a
 pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
+pub use registration::reshape_only;
 pub use rig::Rig;
 pub use route::{PlacementRule, Route, StorageRule};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};

@@ -1,33 +1,31 @@
 //! The simulated-device adapter: [`SimDevice`] as a route endpoint, the
 //! first plug-in of the [`DeviceEndpoint`] trait.
 
-use std::any::Any;
 use std::sync::Arc;
 
-use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
+use tenferro_runtime::{EngineRegistration, ExecutionEngine};
 use tenferro_tensor::{Tensor, TensorRead};
 use tenferro_transfer_harness::{
-    AllocationLedger, Case, CompletionState, DeviceEndpoint, EngineRole, HarnessError, MemoryInUse,
-    PlacementRule, StorageRule, read_compact, stage_via_host, with_element,
+    AllocationLedger, Case, CompletionState, DeviceDescription, DeviceEndpoint, EngineRole,
+    HarnessError, MemoryInUse, PlacementRule, StorageRule, read_compact, stage_via_host,
+    with_element,
 };
 
 use crate::{Accounting, SIM_FAMILY, SimDevice, StorageCompletion, sim_storage_of};
 
 impl DeviceEndpoint for SimDevice {
-    fn name(&self) -> &str {
-        SimDevice::name(self)
-    }
-
-    fn kind(&self) -> &str {
-        "sim"
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        SimDevice::engine_id(self)
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        Ok(SimDevice::storage_class(self).clone())
+    fn describe(&self) -> DeviceDescription {
+        DeviceDescription::new(
+            SimDevice::name(self),
+            "sim",
+            SimDevice::engine_id(self).clone(),
+            SimDevice::storage_class(self).clone(),
+            PlacementRule::Device(self.device_id()),
+            StorageRule::Domain {
+                family: SIM_FAMILY,
+                domain: self.allocation_domain(),
+            },
+        )
     }
 
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
@@ -38,17 +36,6 @@ impl DeviceEndpoint for SimDevice {
 
     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
         Ok(Box::new(SimDevice::engine(self)))
-    }
-
-    fn placement_rule(&self) -> PlacementRule {
-        PlacementRule::Device(self.device_id())
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        StorageRule::Domain {
-            family: SIM_FAMILY,
-            domain: self.allocation_domain(),
-        }
     }
 
     fn stage(
@@ -94,10 +81,6 @@ impl DeviceEndpoint for SimDevice {
 
     fn launches_in_own_domain(&self) -> bool {
         true
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

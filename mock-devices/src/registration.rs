@@ -5,12 +5,10 @@
 use std::sync::Arc;
 
 use tenferro_runtime::{
-    CoreCapabilityBundle, CorePrepareContext, ElementwisePrepareRequest, ElementwiseRuntime,
-    EngineRegistration, EngineRegistrationMetadata, ExecutableEngineRegistrationConfig,
-    ExecutionContextIdentity, InputIngressContract, InputPlacementContract, InputSignatureContract,
-    LayoutPrepareRequest, LayoutRuntime, PrepareCapability, PrepareError, PreparedOperation,
-    PreparedOperationBinding, PreparedOperationPlan, ResidentOutputContract, RuntimeConfigError,
-    RuntimeInputContract, SpecializationProjection, assemble_executable_engine_registration,
+    CoreCapabilityBundle, EngineRegistration, EngineRegistrationMetadata,
+    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, InputIngressContract,
+    InputPlacementContract, InputSignatureContract, ResidentOutputContract, RuntimeConfigError,
+    RuntimeInputContract, assemble_executable_engine_registration,
 };
 use tenferro_tensor::TensorRead;
 
@@ -43,12 +41,9 @@ impl SimDevice {
     pub fn registration(&self, role: EngineRole) -> Result<EngineRegistration, RuntimeConfigError> {
         let capabilities = match role {
             EngineRole::Source => CoreCapabilityBundle::default(),
-            EngineRole::Destination => {
-                let preparer = Arc::new(MetadataPreparer);
-                let mut bundle = CoreCapabilityBundle::builder();
-                bundle.elementwise(preparer.clone()).layout(preparer);
-                bundle.build()
-            }
+            // Preparation by metadata: the runtime then dispatches each
+            // operation to the `SimEngine` passed to `Runtime::run`.
+            EngineRole::Destination => tenferro_transfer_harness::reshape_only(),
         };
         let metadata = EngineRegistrationMetadata::new(
             self.engine_id().clone(),
@@ -93,57 +88,5 @@ impl SimDevice {
                 candidate == &storage && resident_device.resident(input)
             }),
         )
-    }
-}
-
-/// Prepares metadata-only plans: the runtime then dispatches each operation
-/// to the `SimEngine` passed to `Runtime::run`.
-#[derive(Debug)]
-struct MetadataPreparer;
-
-#[derive(Debug)]
-struct MetadataOperation {
-    binding: PreparedOperationBinding,
-    specialization: SpecializationProjection,
-}
-
-impl PreparedOperation for MetadataOperation {
-    fn binding(&self) -> &PreparedOperationBinding {
-        &self.binding
-    }
-
-    fn specialization(&self) -> &SpecializationProjection {
-        &self.specialization
-    }
-
-    fn retained_bytes(&self) -> usize {
-        0
-    }
-}
-
-fn metadata_plan(context: &CorePrepareContext<'_>) -> PrepareCapability {
-    PrepareCapability::Prepared(PreparedOperationPlan::metadata(Arc::new(
-        MetadataOperation {
-            binding: context.binding().clone(),
-            specialization: context.specialization().clone(),
-        },
-    )))
-}
-
-impl ElementwiseRuntime for MetadataPreparer {
-    fn prepare(
-        &self,
-        request: ElementwisePrepareRequest<'_>,
-    ) -> Result<PrepareCapability, PrepareError> {
-        Ok(metadata_plan(request.context()))
-    }
-}
-
-impl LayoutRuntime for MetadataPreparer {
-    fn prepare(
-        &self,
-        request: LayoutPrepareRequest<'_>,
-    ) -> Result<PrepareCapability, PrepareError> {
-        Ok(metadata_plan(request.context()))
     }
 }

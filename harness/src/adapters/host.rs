@@ -17,8 +17,9 @@ use tenferro_tensor::{Tensor, TensorRead, TypedTensorView};
 use crate::case::Filler;
 use crate::stage::carve;
 use crate::{
-    AllocationLedger, Case, CompletionState, DeviceEndpoint, Endpoint, EngineRole, HarnessError,
-    Layout, PlacementRule, Route, StorageRule, compact_strides, declared_ingress, with_element,
+    AllocationLedger, Case, CompletionState, DeviceDescription, DeviceEndpoint, Endpoint,
+    EngineRole, HarnessError, Layout, PlacementRule, Route, StorageRule, compact_strides,
+    declared_ingress, with_element,
 };
 
 /// Host memory in an allocation domain of its own, on which a host
@@ -65,6 +66,7 @@ pub const HOST_PROVIDER_ID: &str = "tenferro-transfer-harness.host";
 pub struct HostEndpoint {
     name: String,
     engine_id: EngineId,
+    storage_class: StorageClass,
     domain: Option<Arc<dyn HostMemoryDomain>>,
 }
 
@@ -93,9 +95,12 @@ impl HostEndpoint {
             EngineId::new(format!("tenferro-transfer-harness.{name}.v1")).map_err(|error| {
                 HarnessError::config(format!("host endpoint `{name}`"), error.into())
             })?;
+        let storage_class = StorageClass::new(CPU_STORAGE_CLASS)
+            .map_err(|error| HarnessError::config("host storage class", error.into()))?;
         Ok(Self {
             name: name.to_owned(),
             engine_id,
+            storage_class,
             domain,
         })
     }
@@ -127,21 +132,25 @@ impl Endpoint {
 }
 
 impl DeviceEndpoint for HostEndpoint {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn kind(&self) -> &str {
-        "host"
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        &self.engine_id
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        StorageClass::new(CPU_STORAGE_CLASS)
-            .map_err(|error| HarnessError::config("host storage class", error.into()))
+    fn describe(&self) -> DeviceDescription {
+        let (placement, storage) = match &self.domain {
+            None => (PlacementRule::Host, StorageRule::PlainHost),
+            Some(domain) => (
+                PlacementRule::Managed,
+                StorageRule::Domain {
+                    family: domain.family(),
+                    domain: domain.id(),
+                },
+            ),
+        };
+        DeviceDescription::new(
+            self.name.clone(),
+            "host",
+            self.engine_id.clone(),
+            self.storage_class.clone(),
+            placement,
+            storage,
+        )
     }
 
     /// A plain host destination uses tenferro-cpu's own registration, so
@@ -163,7 +172,7 @@ impl DeviceEndpoint for HostEndpoint {
             EngineRole::Source => CoreCapabilityBundle::default(),
             _ => stock()?.capabilities().clone(),
         };
-        let storage = self.storage_class()?;
+        let storage = self.storage_class.clone();
         let identity = ProviderDeviceIdentity::new(
             ProviderId::new(HOST_PROVIDER_ID).map_err(|error| config(error.into()))?,
             self.name.clone(),
@@ -180,7 +189,10 @@ impl DeviceEndpoint for HostEndpoint {
         assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
             metadata,
             ExecutionContextIdentity::of::<CpuEngine>(),
-            declared_ingress(storage, self.placement_rule(), self.storage_rule(), true),
+            {
+                let description = self.describe();
+                declared_ingress(storage, description.placement, description.storage, true)
+            },
         ))
         .map_err(config)
     }
@@ -195,23 +207,6 @@ impl DeviceEndpoint for HostEndpoint {
             }
             None => engine,
         }))
-    }
-
-    fn placement_rule(&self) -> PlacementRule {
-        match self.domain {
-            None => PlacementRule::Host,
-            Some(_) => PlacementRule::Managed,
-        }
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        match &self.domain {
-            None => StorageRule::PlainHost,
-            Some(domain) => StorageRule::Domain {
-                family: domain.family(),
-                domain: domain.id(),
-            },
-        }
     }
 
     fn stage(
@@ -235,10 +230,6 @@ impl DeviceEndpoint for HostEndpoint {
 
     fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
         self.domain.as_ref().and_then(|domain| domain.ledger())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,11 +1,10 @@
 //! `CudaEndpoint`: one CUDA device of the rig, through tenferro-gpu's
 //! `CudaEngine` and its runtime handle.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::{EngineRole, with_element};
+use crate::{DeviceDescription, EngineRole, with_element};
 use tenferro_gpu::cuda::{
     CudaDeviceId, CudaEngine, CudaRuntime, cuda_runtime_engine_registration, download_tensor,
     upload_tensor,
@@ -367,20 +366,15 @@ impl CudaEndpoint {
 }
 
 impl DeviceEndpoint for CudaEndpoint {
-    fn name(&self) -> &str {
-        CudaEndpoint::name(self)
-    }
-
-    fn kind(&self) -> &str {
-        "cuda"
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        CudaEndpoint::engine_id(self)
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        Ok(CudaEndpoint::storage_class(self).clone())
+    fn describe(&self) -> DeviceDescription {
+        DeviceDescription::new(
+            CudaEndpoint::name(self),
+            "cuda",
+            CudaEndpoint::engine_id(self).clone(),
+            CudaEndpoint::storage_class(self).clone(),
+            CudaEndpoint::placement_rule(self),
+            CudaEndpoint::storage_rule(self),
+        )
     }
 
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
@@ -389,14 +383,6 @@ impl DeviceEndpoint for CudaEndpoint {
 
     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
         Ok(Box::new(self.take_engine()?))
-    }
-
-    fn placement_rule(&self) -> PlacementRule {
-        CudaEndpoint::placement_rule(self)
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        CudaEndpoint::storage_rule(self)
     }
 
     /// Owned cases are uploaded and waited for; strided views of CUDA
@@ -437,9 +423,5 @@ impl DeviceEndpoint for CudaEndpoint {
 
     fn completion(&self, tensor: &Tensor) -> CompletionState {
         self.completion_state(tensor)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -3,18 +3,17 @@
 //! code, so the crate itself does not depend on the suite; the fuzz target
 //! (`fuzz/fuzz_targets/transfer_contract.rs`) includes this file too.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use example_vendor_device::{
     AllocationObserver, CopyState, EarlyReturnUpload, MAX_ELEMENTS, VENDOR_FAMILY, VendorDevice,
     VendorError, VendorUpload,
 };
-use tenferro_runtime::{EngineId, EngineRegistration, ExecutionEngine, StorageClass};
+use tenferro_runtime::{EngineRegistration, ExecutionEngine};
 use tenferro_tensor::{AllocationDomainId, Tensor};
 use tenferro_transfer_conformance::harness::{
-    AllocationLedger, CompletionState, DeviceEndpoint, EngineRole, HarnessError, PlacementRule,
-    StorageRule,
+    AllocationLedger, CompletionState, DeviceDescription, DeviceEndpoint, EngineRole, HarnessError,
+    PlacementRule, StorageRule,
 };
 use tenferro_transfer_conformance::prelude::{
     Capabilities, Endpoint, Level, Profile, ProviderSuite, Route, TransferProvider,
@@ -77,20 +76,18 @@ impl AllocationObserver for LedgerObserver {
 }
 
 impl DeviceEndpoint for VendorEndpoint {
-    fn name(&self) -> &str {
-        self.device.name()
-    }
-
-    fn kind(&self) -> &str {
-        KIND
-    }
-
-    fn engine_id(&self) -> &EngineId {
-        self.device.engine_id()
-    }
-
-    fn storage_class(&self) -> Result<StorageClass, HarnessError> {
-        Ok(self.device.storage_class().clone())
+    fn describe(&self) -> DeviceDescription {
+        DeviceDescription::new(
+            self.device.name(),
+            KIND,
+            self.device.engine_id().clone(),
+            self.device.storage_class().clone(),
+            PlacementRule::Device(self.device.device_id()),
+            StorageRule::Domain {
+                family: VENDOR_FAMILY,
+                domain: self.device.allocation_domain(),
+            },
+        )
     }
 
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
@@ -108,17 +105,6 @@ impl DeviceEndpoint for VendorEndpoint {
 
     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
         Ok(Box::new(self.device.engine()))
-    }
-
-    fn placement_rule(&self) -> PlacementRule {
-        PlacementRule::Device(self.device.device_id())
-    }
-
-    fn storage_rule(&self) -> StorageRule {
-        StorageRule::Domain {
-            family: VENDOR_FAMILY,
-            domain: self.device.allocation_domain(),
-        }
     }
 
     /// The device knows, per allocation, whether the copy into it landed.
@@ -148,10 +134,6 @@ impl DeviceEndpoint for VendorEndpoint {
 
     fn stages_views(&self) -> bool {
         false
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,0 +1,176 @@
+//! What an adapter needs to register its engine in a rig, made writable:
+//! [`DeviceDescription::registration`] builds the source and the
+//! destination registration from the device's description, its identities
+//! and the engine's own capabilities, with an ingress contract assembled
+//! from the description's rules ([`declared_ingress`]); [`reshape_only`]
+//! is the capability a destination needs when its engine runs the identity
+//! reshape the rig's program consists of.
+
+use std::sync::Arc;
+
+use tenferro_runtime::{
+    CoreCapabilityBundle, CorePrepareContext, ElementwisePrepareRequest, ElementwiseRuntime,
+    EngineRegistration, EngineRegistrationMetadata, ExecutableEngineRegistrationConfig,
+    ExecutionContextIdentity, ExecutionEngine, HardwareClassId, LayoutPrepareRequest,
+    LayoutRuntime, PrepareCapability, PrepareError, PreparedOperation, PreparedOperationBinding,
+    PreparedOperationPlan, ProviderDeviceIdentity, SpecializationProjection,
+    assemble_executable_engine_registration,
+};
+
+use crate::{DeviceDescription, EngineRole, HarnessError, declared_ingress};
+
+impl DeviceDescription {
+    /// The runtime registration of the engine `E` of this device in `role`:
+    ///
+    /// - as the [`EngineRole::Source`], no capabilities (nothing runs
+    ///   there, so the program's op must move away) and an ingress that
+    ///   accepts the staged input;
+    /// - as the [`EngineRole::Destination`], `capabilities` (the engine's
+    ///   own; [`reshape_only`] where it runs the identity reshape by
+    ///   metadata) and an ingress that refuses the raw input, so the input
+    ///   must move through the provider under test.
+    ///
+    /// Placement, signature, runtime input and residency are all judged by
+    /// this description's [`PlacementRule`](crate::PlacementRule) and
+    /// [`StorageRule`](crate::StorageRule) ([`declared_ingress`]).
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Config`] when tenferro refuses the registration.
+    ///
+    /// # Examples
+    ///
+    /// The registration of a second tenferro-cpu engine as a destination,
+    /// written as a vendor writes its own:
+    ///
+    /// ```
+    /// use tenferro_cpu::CpuEngine;
+    /// use tenferro_runtime::{EngineId, ProviderDeviceIdentity, ProviderId, StorageClass};
+    /// use tenferro_transfer_harness::{DeviceDescription, EngineRole, PlacementRule, StorageRule};
+    ///
+    /// let description = DeviceDescription::new(
+    ///     "my-cpu",
+    ///     "my-cpu",
+    ///     EngineId::new("my-vendor.cpu.v1").unwrap(),
+    ///     StorageClass::new("tenferro-cpu.host.v1").unwrap(),
+    ///     PlacementRule::Host,
+    ///     StorageRule::PlainHost,
+    /// );
+    /// let identity = ProviderDeviceIdentity::new(ProviderId::new("my-vendor.cpu").unwrap(), "cpu0").unwrap();
+    /// let engine = CpuEngine::serial().with_runtime_engine_id(description.engine_id.clone());
+    /// let capabilities = tenferro_cpu::runtime_engine_registration_with_id(&engine, description.engine_id.clone())
+    ///     .unwrap()
+    ///     .capabilities()
+    ///     .clone();
+    /// let registration = description
+    ///     .registration::<CpuEngine>(
+    ///         EngineRole::Destination,
+    ///         identity,
+    ///         tenferro_cpu::runtime_hardware_class().unwrap(),
+    ///         capabilities,
+    ///     )
+    ///     .unwrap();
+    /// assert_eq!(registration.engine_id(), &description.engine_id);
+    /// ```
+    pub fn registration<E: ExecutionEngine + 'static>(
+        &self,
+        role: EngineRole,
+        identity: ProviderDeviceIdentity,
+        hardware_class: HardwareClassId,
+        capabilities: CoreCapabilityBundle,
+    ) -> Result<EngineRegistration, HarnessError> {
+        let (capabilities, accept_raw_input) = match role {
+            EngineRole::Source => (CoreCapabilityBundle::default(), true),
+            EngineRole::Destination => (capabilities, false),
+        };
+        let metadata = EngineRegistrationMetadata::new(
+            self.engine_id.clone(),
+            identity,
+            hardware_class,
+            Arc::from(vec![self.storage_class.clone()]),
+            self.storage_class.clone(),
+            capabilities,
+        );
+        assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
+            metadata,
+            ExecutionContextIdentity::of::<E>(),
+            declared_ingress(
+                self.storage_class.clone(),
+                self.placement.clone(),
+                self.storage.clone(),
+                accept_raw_input,
+            ),
+        ))
+        .map_err(|source| HarnessError::config(format!("registration of `{}`", self.name), source))
+    }
+}
+
+/// The capability a destination needs to consume a transfer in a rig: it
+/// prepares the identity reshape (and elementwise operations) as metadata,
+/// and the runtime then dispatches them to the engine passed to
+/// `Runtime::run` (whose `reshape_read` does the work). For an engine that
+/// has no capability bundle of its own to offer.
+///
+/// # Examples
+///
+/// ```
+/// let capabilities = tenferro_transfer_harness::reshape_only();
+/// # let _ = capabilities;
+/// ```
+pub fn reshape_only() -> CoreCapabilityBundle {
+    let preparer = Arc::new(MetadataPreparer);
+    let mut bundle = CoreCapabilityBundle::builder();
+    bundle.elementwise(preparer.clone()).layout(preparer);
+    bundle.build()
+}
+
+/// Prepares metadata-only plans.
+#[derive(Debug)]
+struct MetadataPreparer;
+
+#[derive(Debug)]
+struct MetadataOperation {
+    binding: PreparedOperationBinding,
+    specialization: SpecializationProjection,
+}
+
+impl PreparedOperation for MetadataOperation {
+    fn binding(&self) -> &PreparedOperationBinding {
+        &self.binding
+    }
+
+    fn specialization(&self) -> &SpecializationProjection {
+        &self.specialization
+    }
+
+    fn retained_bytes(&self) -> usize {
+        0
+    }
+}
+
+fn metadata_plan(context: &CorePrepareContext<'_>) -> PrepareCapability {
+    PrepareCapability::Prepared(PreparedOperationPlan::metadata(Arc::new(
+        MetadataOperation {
+            binding: context.binding().clone(),
+            specialization: context.specialization().clone(),
+        },
+    )))
+}
+
+impl ElementwiseRuntime for MetadataPreparer {
+    fn prepare(
+        &self,
+        request: ElementwisePrepareRequest<'_>,
+    ) -> Result<PrepareCapability, PrepareError> {
+        Ok(metadata_plan(request.context()))
+    }
+}
+
+impl LayoutRuntime for MetadataPreparer {
+    fn prepare(
+        &self,
+        request: LayoutPrepareRequest<'_>,
+    ) -> Result<PrepareCapability, PrepareError> {
+        Ok(metadata_plan(request.context()))
+    }
+}
