@@ -30,7 +30,7 @@ use tenferro_transfer_harness::{
 };
 
 use crate::BuiltinProvider;
-use crate::generated::{REPLAY_ENV, SEED_ENV, seed_rng, shell_quote};
+use crate::generated::{seed_rng, shell_quote};
 use crate::record::CaseOutcome;
 use crate::suite::provider_for;
 
@@ -189,8 +189,14 @@ impl Pressure {
     }
 
     /// A paragraph for a failing call: where it ran, what ran beside it,
-    /// what its other repeats said, and how to replay it.
-    pub fn account(&self, call: &Call, alone: &Alone, route: &str, cargo_test: &str) -> String {
+    /// what its other repeats said, and how to replay it: `replay` writes
+    /// the replay line from the call's recipe JSON and the schedule's seed.
+    pub fn account(
+        &self,
+        call: &Call,
+        alone: &Alone,
+        replay: impl Fn(&str, u64) -> String,
+    ) -> String {
         let options = &self.options;
         let mut text = format!(
             "under concurrent calls: thread {} of {} (each thread its own runtime, one provider instance), call {} of {}, repeat {} of {}",
@@ -237,12 +243,8 @@ impl Pressure {
             "\n  replayed alone on one thread: {}",
             alone.text()
         ));
-        let json = call.recipe.to_json();
-        text.push_str(&format!(
-            "\n  replay: {REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
-            shell_quote(&json),
-            options.seed
-        ));
+        text.push_str("\n  replay: ");
+        text.push_str(&replay(&call.recipe.to_json(), options.seed));
         text
     }
 
@@ -516,7 +518,13 @@ pub fn run_concurrent(
             };
             format!(
                 "{what}\n  {}",
-                pressure.account(call, &alone, builtin.name, "cargo test")
+                pressure.account(call, &alone, |json, seed| {
+                    format!(
+                        "cargo run --release -- replay --provider {} {} (the case alone); run_concurrent with seed {seed} (the same concurrent schedule; the threads' timing varies)",
+                        builtin.name,
+                        shell_quote(json)
+                    )
+                })
             )
         })
         .collect();

@@ -494,3 +494,33 @@ fn the_settings_page_is_the_settings_table() {
         "docs/settings.md does not hold the settings table; it should read:\n{table}"
     );
 }
+
+#[test]
+fn install_lines_match_whether_the_crate_is_published() {
+    // While CHANGELOG.md says 0.1.0 is not published, no document tells a
+    // reader to depend on it from crates.io or to `cargo install` it by
+    // name: those lines would fail for everyone who pastes them.
+    let changelog = include_str!("../../CHANGELOG.md");
+    if !changelog.contains("## 0.1.0 (not yet published)") {
+        return;
+    }
+    let documents = [
+        ("README.md", include_str!("../../README.md")),
+        ("conformance/README.md", include_str!("../README.md")),
+        ("cli/README.md", include_str!("../../cli/README.md")),
+        ("docs/guide.md", include_str!("../../docs/guide.md")),
+    ];
+    for (name, text) in documents {
+        for line in text.lines() {
+            let line = line.trim();
+            assert!(
+                !line.starts_with("tenferro-transfer-conformance = \"0.1\""),
+                "{name} depends on the unpublished crate from crates.io: {line}"
+            );
+            assert!(
+                !line.starts_with("cargo install tenferro-transfer-conformance"),
+                "{name} installs the unpublished CLI by name: {line}"
+            );
+        }
+    }
+}

@@ -66,7 +66,9 @@ fn a_correct_provider_survives_every_input_on_every_route() {
 
 #[test]
 fn a_broken_provider_crashes_with_a_replay_that_reproduces_under_cargo_test() {
-    let mut fuzzer = upload(vec![Fault::OneUlp]).fuzzer();
+    let mut fuzzer = upload(vec![Fault::OneUlp])
+        .invoked_from("my-provider", "conformance")
+        .fuzzer();
     let failure = inputs(300)
         .iter()
         .find_map(|input| fuzzer.run(input).err())
@@ -88,7 +90,7 @@ fn a_broken_provider_crashes_with_a_replay_that_reproduces_under_cargo_test() {
     let text = failure.to_string();
     assert!(
         text.contains(&format!(
-            "TRANSFER_CONFORMANCE_REPLAY='{recipe}' cargo test upload::"
+            "TRANSFER_CONFORMANCE_REPLAY='{recipe}' cargo test -p my-provider --test conformance upload::"
         )),
         "{text}"
     );

@@ -19,7 +19,7 @@ use tenferro_runtime::{
     TransferProvider, TransferRequest,
 };
 use tenferro_tensor::{Tensor, TensorRead};
-use tenferro_transfer_conformance::harness::{Endpoint, HostEndpoint, Route};
+use tenferro_transfer_conformance::harness::{Case, Endpoint, HostEndpoint, Route};
 use tenferro_transfer_conformance::mock_devices::{Element, EngineRole, HostDomain, SimDevice};
 
 /// Criterion settings short enough for a loaded 2-core machine.
@@ -134,6 +134,41 @@ impl BareRun {
             prepared,
             input,
         }
+    }
+
+    /// The fresh-prepare floor of a generated case: `case` staged on the
+    /// route's source, its identity program compiled, prepared and run on
+    /// this runtime, and the output read once, with nothing kept or judged
+    /// (what any caller pays for a signature it has not seen).
+    pub fn run_fresh(&mut self, route: &Route, case: &Case) {
+        let (source, destination, runtime) =
+            (&mut self.source, &mut self.destination, &self.runtime);
+        route
+            .source()
+            .adapter()
+            .stage(case, &mut |input| {
+                let (dtype, shape) = (case.dtype(), case.shape().to_vec());
+                let x = TracedTensor::input_concrete_shape(dtype, &shape).expect("input");
+                let y = x.reshape(shape.clone()).expect("reshape");
+                let program = GraphCompiler::new()
+                    .compile_with_input_specs(&y, &[(&x, dtype, &shape[..])])
+                    .expect("compile");
+                let prepared = runtime
+                    .prepare(
+                        &program,
+                        std::slice::from_ref(&input),
+                        &[source.target(), destination.target()],
+                    )
+                    .expect("prepare");
+                let mut engines: [&mut dyn ExecutionEngine; 2] =
+                    [source.as_mut(), destination.as_mut()];
+                let outputs = runtime
+                    .run(&mut engines, &prepared, std::slice::from_ref(&input))
+                    .expect("run");
+                let output = outputs.into_iter().next().expect("one output");
+                std::hint::black_box(output.read().shape().len());
+            })
+            .expect("stage");
     }
 
     /// One `Runtime::run`; the output is dropped.

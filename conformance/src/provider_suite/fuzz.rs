@@ -27,7 +27,7 @@ pub const MAX_FUZZ_CALLS: usize = 4;
 #[non_exhaustive]
 pub enum FuzzFailure {
     /// The provider broke a rule of the suite's level on a decoded case.
-    #[error("{}", broke_text(.provider, .route, *.call, .calls, .violations))]
+    #[error("{}", broke_text(.provider, .route, *.call, .calls, .violations, .cargo_test))]
     Broke {
         /// The suite's provider name.
         provider: String,
@@ -40,6 +40,9 @@ pub enum FuzzFailure {
         calls: Vec<String>,
         /// What was broken.
         violations: Vec<Violation>,
+        /// The `cargo test` command that runs the suite's tests
+        /// ([`ProviderSuite::cargo_test`]), for the replay line.
+        cargo_test: String,
     },
     /// The route or its provider could not be built, or a case could not
     /// be run: the fuzz target cannot do its work.
@@ -69,6 +72,7 @@ fn broke_text(
     call: usize,
     calls: &[String],
     violations: &[Violation],
+    cargo_test: &str,
 ) -> String {
     let recipe = calls.get(call).map(String::as_str).unwrap_or("?");
     let mut text = format!("provider `{provider}` broke the contract on route `{route}`");
@@ -85,7 +89,7 @@ fn broke_text(
         text.push_str(&format!("\n  {}: {}", violation.rule, violation.message));
     }
     text.push_str(&format!(
-        "\nreplay the case alone: {REPLAY_ENV}={} cargo test {route}::",
+        "\nreplay the case alone: {REPLAY_ENV}={} {cargo_test} {route}::",
         shell_quote(recipe)
     ));
     text.push_str(
@@ -257,6 +261,7 @@ impl SuiteFuzzer {
                     call,
                     calls: jsons,
                     violations,
+                    cargo_test: self.suite.cargo_test(),
                 });
             }
         }

@@ -9,6 +9,7 @@ use tenferro_transfer_harness::{Oracle, PhaseMemory, Rule};
 
 use super::{ProviderSuite, RouteRun};
 use crate::concurrency::{Call, ConcurrencyOptions, drive, replay_alone};
+use crate::generated::{REPLAY_ENV, SEED_ENV, shell_quote};
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 
 /// How many failing calls get a row of their own, beyond one per rule
@@ -115,7 +116,14 @@ impl ProviderSuite {
                 run.deadline,
                 &call.recipe,
             );
-            let account = pressure.account(call, &alone, run.name, &self.cargo_test());
+            let cargo_test = self.cargo_test();
+            let account = pressure.account(call, &alone, |json, seed| {
+                format!(
+                    "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={seed} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
+                    shell_quote(json),
+                    route = run.name,
+                )
+            });
             // The call's own outcome: what it broke and exactly what its
             // judgement checked, with where it ran and how to replay it.
             let outcome = self
