@@ -42,7 +42,7 @@ pub enum FuzzFailure {
         violations: Vec<Violation>,
         /// The `cargo test` command that runs the suite's tests
         /// ([`ProviderSuite::cargo_test`]), for the replay line.
-        cargo_test: String,
+        cargo_test: Box<str>,
     },
     /// The route or its provider could not be built, or a case could not
     /// be run: the fuzz target cannot do its work.
@@ -261,7 +261,7 @@ impl SuiteFuzzer {
                     call,
                     calls: jsons,
                     violations,
-                    cargo_test: self.suite.cargo_test(),
+                    cargo_test: self.suite.cargo_test().into(),
                 });
             }
         }
