@@ -80,18 +80,15 @@ struct DeclaredRoute {
 /// use std::sync::Arc;
 /// use tenferro_transfer_conformance::prelude::*;
 ///
-/// let suite = ProviderSuite::new("my-upload", Level::V1)
-///     .route("upload", Route::host_to_sim, |route| {
-///         let Some(device) = route.destination().downcast::<SimDevice>() else {
-///             return Err("upload serves a simulated destination".into());
-///         };
-///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+/// let suite = ProviderSuite::new("my-copy", Level::V1)
+///     .route("upload", Route::host_to_host, |_route| {
+///         Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>)
 ///     })
 ///     .capabilities(Capabilities::all().dtypes([DType::F32]).max_elements(64))
 ///     .profile(Profile::Quick)
 ///     .seed(7);
 /// let report = suite.run();
-/// // SimUpload serves every dtype, so declaring only F32 is dishonest.
+/// // HostProvider serves every dtype, so declaring only F32 is dishonest.
 /// assert_eq!(
 ///     suite.check(&report, "upload", Rule::CapabilityHonesty).verdict_name(),
 ///     "fail"
@@ -188,11 +185,8 @@ impl ProviderSuite {
     /// use std::sync::Arc;
     /// use tenferro_transfer_conformance::prelude::*;
     ///
-    /// let suite = ProviderSuite::new("sim", Level::V1)
-    ///     .route("upload", Route::host_to_sim, |route| {
-    ///         let Some(device) = route.destination().downcast::<SimDevice>() else { return Err("no device".into()) };
-    ///         Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
-    ///     })
+    /// let suite = ProviderSuite::new("host", Level::V1)
+    ///     .route("upload", Route::host_to_host, |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>))
     ///     .capabilities(Capabilities::all().max_elements(4096))
     ///     .capabilities_for("upload", Capabilities::all().views(ViewKinds::NONE));
     /// assert_eq!(suite.route_capabilities("upload").unwrap().views, ViewKinds::NONE);
@@ -290,9 +284,8 @@ impl ProviderSuite {
     /// use std::sync::Arc;
     /// use tenferro_transfer_conformance::prelude::*;
     ///
-    /// let suite = ProviderSuite::new("sim-upload", Level::V1).route("upload", Route::host_to_sim, |route| {
-    ///     let Some(device) = route.destination().downcast::<SimDevice>() else { return Err("no device".into()) };
-    ///     Ok(Arc::new(SimUpload::new(device.clone())) as Arc<dyn TransferProvider>)
+    /// let suite = ProviderSuite::new("host-copy", Level::V1).route("upload", Route::host_to_host, |_| {
+    ///     Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>)
     /// });
     /// let report = suite.replay(r#"{"dtype":"C64","shape":[1,1],"layout":{"kind":"owned"},"seed":0,"specials":0}"#);
     /// assert_eq!((report.summary().passed, report.summary().failed), (1, 0));
