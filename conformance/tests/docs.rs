@@ -524,3 +524,63 @@ fn install_lines_match_whether_the_crate_is_published() {
         }
     }
 }
+
+/// The methods of `DeviceEndpoint`, read from its source.
+fn adapter_trait_methods() -> Vec<String> {
+    let source = include_str!("../../harness/src/endpoint.rs");
+    let body = source
+        .split_once("pub trait DeviceEndpoint")
+        .expect("endpoint.rs declares DeviceEndpoint")
+        .1;
+    // The trait ends at the first closing brace at the start of a line.
+    let body = body.split("\n}\n").next().unwrap_or(body);
+    body.lines()
+        .filter_map(|line| line.trim().strip_prefix("fn "))
+        .map(|rest| {
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or(rest)
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn the_architecture_page_lists_every_adapter_method_and_no_other() {
+    let methods = adapter_trait_methods();
+    assert!(methods.len() >= 10, "read {methods:?} from endpoint.rs");
+    let page = include_str!("../../docs/architecture.md");
+    let listed: Vec<String> = page
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .map(|rest| {
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or(rest)
+                .to_owned()
+        })
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .collect();
+    for method in &methods {
+        assert!(
+            listed.contains(method),
+            "docs/architecture.md's adapter table does not list `{method}`"
+        );
+    }
+    // Rows of the table that name a method the trait no longer has.
+    let table = page
+        .split_once("| `describe`")
+        .expect("docs/architecture.md has the adapter method table")
+        .1;
+    let table = table.split("\n\n").next().unwrap_or(table);
+    for row in table.lines().filter_map(|line| line.strip_prefix("| `")) {
+        let name: String = row
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        assert!(
+            methods.contains(&name),
+            "docs/architecture.md's adapter table lists `{name}`, which DeviceEndpoint does not have"
+        );
+    }
+}
