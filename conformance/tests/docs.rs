@@ -584,3 +584,19 @@ fn the_architecture_page_lists_every_adapter_method_and_no_other() {
         );
     }
 }
+
+#[test]
+fn the_fuzzing_page_quotes_the_vendor_fuzz_target_whole() {
+    let page = include_str!("../../docs/fuzzing.md");
+    let target =
+        include_str!("../../examples/vendor-device/fuzz/fuzz_targets/transfer_contract.rs");
+    let quoted = page
+        .split_once("its whole target:\n\n```rust\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(body, _)| body)
+        .expect("docs/fuzzing.md quotes the vendor's fuzz target");
+    assert_eq!(
+        quoted, target,
+        "docs/fuzzing.md's quote of examples/vendor-device/fuzz/fuzz_targets/transfer_contract.rs is not the whole file as it is"
+    );
+}
