@@ -18,7 +18,9 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use tenferro_transfer_conformance::BUILTIN_PROVIDERS;
 use tenferro_transfer_conformance::harness::strategy::{Capabilities, Profile, recipe};
-use tenferro_transfer_conformance::harness::{Case, DEFAULT_DEADLINE, Oracle, Route, Watchdog};
+use tenferro_transfer_conformance::harness::{
+    Case, DEFAULT_DEADLINE, Oracle, Rig, Route, Watchdog,
+};
 
 use support::{BareRun, interleaved, report, stage, timed};
 
@@ -48,6 +50,51 @@ fn drawn_cases(seed: u64, cases: usize) -> Vec<Case> {
                 .expect("a case")
         })
         .collect()
+}
+
+/// How one generated case spends its time: the same draws run `part` only.
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    /// The proptest draw and the case built from it, nothing run.
+    Draw,
+    /// The draw, then the rig on the calling thread (no Watchdog hand-off)
+    /// and the oracle.
+    RigHere(&'a RefCell<Rig>),
+}
+
+/// `cases` draws of the generated bench's stream doing `part` only.
+fn generated_part(part: Part<'_>, route: &Route, seed: &Cell<u64>, cases: u64) -> Duration {
+    seed.set(seed.get() + 1);
+    let config = Config {
+        cases: cases as u32,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut bytes = [0_u8; 32];
+    bytes[..8].copy_from_slice(&seed.get().to_le_bytes());
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let strategy = recipe(
+        Profile::Default,
+        &Capabilities::all().max_elements(MAX_ELEMENTS),
+    );
+    let start = Instant::now();
+    runner
+        .run(&strategy, |recipe| {
+            let case = recipe
+                .case()
+                .map_err(|error| TestCaseError::fail(error.to_string()))?;
+            if let Part::RigHere(rig) = part {
+                let outcome = rig
+                    .borrow_mut()
+                    .run(&case)
+                    .map_err(|error| TestCaseError::fail(error.to_string()))?;
+                std::hint::black_box(Oracle.judge(&case, route, &outcome).passed());
+            }
+            Ok(())
+        })
+        .expect("every draw builds a case");
+    start.elapsed()
 }
 
 /// Run `cases` generated cases and return how long they took.
@@ -125,6 +172,24 @@ fn bench(criterion: &mut Criterion) {
                 bare.run_fresh(&route, &floor_cases[next % floor_cases.len()]);
                 next += 1;
             }),
+        );
+        // Where a case's time goes beyond the floor: the draw alone, and
+        // the rig on the calling thread without the Watchdog's hand-off.
+        let rig = RefCell::new(
+            Rig::new(route.clone(), provider.provider(&route).expect("provider")).expect("rig"),
+        );
+        let parts = interleaved(
+            9,
+            &mut |cases| generated_part(Part::Draw, &route, &seed, cases),
+            &mut |cases| generated_part(Part::RigHere(&rig), &route, &seed, cases),
+        );
+        println!(
+            "PARTS 2 {}: draw and case {:.1} us; draw, rig on this thread and oracle {:.1} us; fresh-prepare floor {:.1} us; whole path {:.1} us",
+            provider.name,
+            parts.ours.as_secs_f64() * 1e6,
+            parts.baseline.as_secs_f64() * 1e6,
+            fresh.baseline.as_secs_f64() * 1e6,
+            fresh.ours.as_secs_f64() * 1e6,
         );
         results.push((provider.name, ratio, fresh));
     }

@@ -358,7 +358,10 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
 /// The route's verdict from its endpoints' findings: a leak anywhere is
 /// checked and found; otherwise an endpoint that cannot vouch makes the
 /// rule unchecked; otherwise checked, when any endpoint accounts at all.
-pub(crate) fn combine(findings: Vec<Finding>, nothing_accounts: String) -> crate::LeakCheck {
+pub(crate) fn combine(
+    findings: Vec<Finding>,
+    nothing_accounts: impl FnOnce() -> String,
+) -> crate::LeakCheck {
     let mut leaks = Vec::new();
     let mut reasons = Vec::new();
     let mut checked = false;
@@ -381,7 +384,7 @@ pub(crate) fn combine(findings: Vec<Finding>, nothing_accounts: String) -> crate
     if checked {
         crate::LeakCheck::Checked(Vec::new())
     } else {
-        crate::LeakCheck::Unchecked(nothing_accounts)
+        crate::LeakCheck::Unchecked(nothing_accounts())
     }
 }
 
@@ -453,13 +456,12 @@ impl PhaseMemory {
                 )
             })
             .collect();
-        combine(
-            findings,
+        combine(findings, || {
             format!(
                 "neither {} nor {} accounts its memory, so leaks cannot be seen",
                 route.source().name(),
                 route.destination().name()
-            ),
-        )
+            )
+        })
     }
 }

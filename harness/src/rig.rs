@@ -383,16 +383,15 @@ impl Rig {
             .first()
             .and_then(|call| call.input_after_return.clone());
         let saw_output = calls.first().and_then(|call| call.destination_saw_output);
-        let words = case_words(case);
         let held = match (ran.kept, &runtime_verdict) {
             (Some(output), RuntimeVerdict::Accepted(observed)) => match &observed.bytes {
                 Ok(bytes) => {
                     let index = self.hold(case, output, bytes.clone());
-                    Some(self.reread_held(Some(index), Some(&words)))
+                    Some(self.reread_held(Some(index), Some(&case_words(case))))
                 }
-                Err(_) => Some(self.reread_held(None, Some(&words))),
+                Err(_) => Some(self.reread_held(None, Some(&case_words(case)))),
             },
-            _ if self.keeping => Some(self.reread_held(None, Some(&words))),
+            _ if self.keeping => Some(self.reread_held(None, Some(&case_words(case)))),
             _ => None,
         };
         // Every tensor of the case (input, transfer, output) is dropped
@@ -424,8 +423,7 @@ impl Rig {
             .iter()
             .map(|case| judge_endpoint(case, counted))
             .collect();
-            combine(
-                findings,
+            combine(findings, || {
                 format!(
                     "neither {} nor {} accounts its memory (its adapter keeps no ledger{}), so leaks cannot be seen",
                     self.route.source().name(),
@@ -435,8 +433,8 @@ impl Rig {
                     } else {
                         "; counts of memory in use judge no-leak from level v2"
                     }
-                ),
-            )
+                )
+            })
         };
         drop(stays);
         Ok(Outcome {
