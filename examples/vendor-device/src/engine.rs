@@ -25,7 +25,7 @@ use tenferro_tensor::{
     TensorReduction, TensorStructural, TensorWrite,
 };
 
-use crate::scalar::{read_compact, with_scalar};
+use crate::scalar::{read_compact, unsupported_dtype, with_scalar};
 use crate::{VENDOR_FAMILY, VendorDevice};
 
 /// What the device's engine may run in a runtime.
@@ -70,10 +70,13 @@ impl VendorEngine {
         &self.device
     }
 
-    /// A tensor in this device's memory, copied by the device into fresh
-    /// compact memory of `shape` (same element count), once the copies
-    /// into it have landed.
-    fn copy_resident(
+    /// A tensor in this device's memory with a new `shape` (same element
+    /// count). An owned tensor whose copies have landed keeps its
+    /// allocation (metadata only, as a device engine reshapes: whoever holds
+    /// the result holds the allocation); a view, or memory a copy is still
+    /// writing, is copied by the device into fresh compact memory once the
+    /// copies into it have landed.
+    fn reshape_resident(
         &self,
         op: &'static str,
         input: &TensorRead<'_>,
@@ -92,19 +95,15 @@ impl VendorEngine {
                 "the element count must not change",
             ));
         }
-        self.device.settle(input);
         with_scalar!(input.dtype(), T => {
+            if let Some(aliased) = self.device.alias_landed::<T>(input, shape) {
+                return aliased;
+            }
+            self.device.settle(input);
             let values = read_compact::<T>(input)?;
             self.device.tensor(shape.to_vec(), values)
         }, other => Err(unsupported_dtype(op, input.dtype())))
     }
-}
-
-fn unsupported_dtype(op: &'static str, dtype: DType) -> Error {
-    Error::unsupported(
-        op,
-        format!("the vendor's device carries the seven preset dtypes, not {dtype:?}"),
-    )
 }
 
 impl VendorDevice {
@@ -252,11 +251,11 @@ macro_rules! unsupported_ops {
 impl TensorStructural for VendorEngine {
     fn to_contiguous_read(&mut self, input: TensorRead<'_>) -> Result<Tensor> {
         let shape = input.shape().to_vec();
-        self.copy_resident("VendorEngine::to_contiguous_read", &input, &shape)
+        self.reshape_resident("VendorEngine::to_contiguous_read", &input, &shape)
     }
 
     fn reshape_read(&mut self, input: TensorRead<'_>, shape: &[usize]) -> Result<Tensor> {
-        self.copy_resident("VendorEngine::reshape_read", &input, shape)
+        self.reshape_resident("VendorEngine::reshape_read", &input, shape)
     }
 
     unsupported_ops! {
@@ -272,17 +271,7 @@ impl TensorStructural for VendorEngine {
 
 impl TensorDeviceTransfer for VendorEngine {
     fn download_to_host(&mut self, tensor: TensorRead<'_>) -> Result<Tensor> {
-        const OP: &str = "VendorEngine::download_to_host";
-        if !self.device.owns(&tensor) {
-            return Err(Error::runtime_state(
-                OP,
-                "input is not in this device's memory",
-            ));
-        }
-        self.device.settle(&tensor);
-        with_scalar!(tensor.dtype(), T => {
-            Tensor::from_vec_col_major(tensor.shape().to_vec(), read_compact::<T>(&tensor)?)
-        }, other => Err(unsupported_dtype(OP, tensor.dtype())))
+        self.device.download(&tensor)
     }
 
     unsupported_ops! {

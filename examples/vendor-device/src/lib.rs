@@ -7,10 +7,17 @@
 //!   later. Until a copy lands its memory holds poison, `map_read` refuses
 //!   it (`HostAccessError::GpuAccessInProgress`), and the device reports
 //!   the allocation's [`CopyState`] as in flight.
+//!   The device counts its memory in use ([`VendorDevice::live_allocations`],
+//!   [`VendorDevice::bytes_in_use`]) as real devices do, and frees an
+//!   allocation once its last tensor and the last copy into it are gone
+//!   ([`VendorDevice::synchronize`] waits for those).
 //! - [`VendorEngine`]: its tenferro engine, and
-//!   [`VendorDevice::registration`], its runtime registration.
+//!   [`VendorDevice::registration`], its runtime registration. Its reshape
+//!   of a tensor whose copy has landed is metadata only: the result shares
+//!   the tensor's allocation, as on a real device.
 //! - [`VendorUpload`]: a correct host-to-device provider, which waits for
 //!   its copy; [`EarlyReturnUpload`]: the same without the wait.
+//! - [`VendorDownload`]: a correct device-to-host provider.
 //!
 //! `tests/conformance.rs` runs the conformance suite against them through
 //! a device adapter of the suite's own trait (`tests/support`).
@@ -30,6 +37,6 @@ pub use device::{
 };
 pub use engine::{EngineRole, VendorEngine};
 pub use error::VendorError;
-pub use provider::{EarlyReturnUpload, MAX_ELEMENTS, VendorUpload};
+pub use provider::{EarlyReturnUpload, MAX_ELEMENTS, VendorDownload, VendorUpload};
 pub use scalar::{DeviceScalar, read_compact};
 pub use storage::{AllocationObserver, CopyState, VENDOR_FAMILY, VendorStorage};
