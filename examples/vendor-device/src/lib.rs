@@ -20,8 +20,12 @@
 //! - [`VendorDownload`]: a correct device-to-host provider.
 //!
 //! `tests/conformance.rs` runs the conformance suite against them through
-//! a device adapter of the suite's own trait (`tests/support`).
+//! a device adapter of the suite's own trait (`tests/support`), and
+//! `tests/side_effects.rs` against the deliberately broken providers of
+//! [`broken`].
 
+#[doc(hidden)]
+pub mod broken;
 mod copy_engine;
 mod device;
 mod engine;

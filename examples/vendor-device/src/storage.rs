@@ -9,7 +9,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tenferro_tensor::{
     AllocationDomainId, AllocationId, BackendStorage, HostAccessError, HostReadGuard,
@@ -202,6 +202,15 @@ impl<T> VendorStorage<T> {
         }
     }
 
+    /// A handle that does not keep the allocation alive.
+    pub(crate) fn downgrade(&self) -> WeakVendorStorage<T> {
+        WeakVendorStorage {
+            handle: Arc::downgrade(&self.handle),
+            len: self.len,
+            domain: self.domain,
+        }
+    }
+
     /// The device's id of this allocation (the same for every handle).
     pub fn id(&self) -> u64 {
         self.allocation().id
@@ -215,6 +224,38 @@ impl<T> VendorStorage<T> {
     /// Whether the copy into this allocation has landed.
     pub fn state(&self) -> CopyState {
         self.allocation().state()
+    }
+
+    /// Overwrite every element of the allocation with `value`, whatever
+    /// its other handles hold.
+    pub(crate) fn fill(&self, value: T)
+    where
+        T: Clone,
+    {
+        self.allocation()
+            .data
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .fill(value);
+    }
+}
+
+/// A weak handle to an allocation's tensors ([`VendorStorage::downgrade`]):
+/// it upgrades while one of them is alive.
+pub(crate) struct WeakVendorStorage<T> {
+    handle: Weak<Handle<T>>,
+    len: usize,
+    domain: AllocationDomainId,
+}
+
+impl<T> WeakVendorStorage<T> {
+    /// A handle to the allocation, if someone still holds it.
+    pub(crate) fn upgrade(&self) -> Option<VendorStorage<T>> {
+        Some(VendorStorage {
+            handle: self.handle.upgrade()?,
+            len: self.len,
+            domain: self.domain,
+        })
     }
 }
 
