@@ -8,6 +8,7 @@ mod support;
 
 use std::sync::Arc;
 
+use example_vendor_device::VendorUpload;
 use example_vendor_device::broken::{
     ClearingDownload, DriverThreadUpload, EveryFifthLeakUpload, LiveReuseUpload,
 };
@@ -78,6 +79,26 @@ fn a_leak_is_caught_through_the_counter_alone() {
         "{text}"
     );
     assert_eq!(skipped, vec![]);
+}
+
+/// The control of the test above: on the same device, which only counts
+/// its memory, the correct upload passes `no-leak` (checked from the
+/// counts) and every other rule.
+#[test]
+fn the_counter_alone_passes_the_correct_upload() {
+    let suite = with_upload(
+        suite_named("vendor-upload"),
+        counting_upload_route,
+        |device| Arc::new(VendorUpload::new(device)),
+    );
+    let report = suite.run();
+    assert_eq!(
+        failing(&suite, &report, "upload"),
+        vec![],
+        "{}",
+        report.to_table()
+    );
+    assert_eq!(skipped(&suite, &report, "upload"), vec![]);
 }
 
 /// An upload that allocates on a driver thread of its own and never frees
