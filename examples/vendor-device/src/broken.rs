@@ -13,6 +13,18 @@
 //! - [`DriverThreadUpload`] allocates on a driver thread of its own and
 //!   never frees one of those allocations (`no-leak`, seen by the ledger,
 //!   which attributes it to the case that ran alone).
+//!
+//! And two whose output's metadata is wrong, for the device's runtime
+//! registration rather than for a rule of V2: tenferro's validation asks
+//! the registration (its ingress contracts) what the suite's oracle asks
+//! the adapter (its placement and storage rules), and `runtime-agreement`
+//! fails where the two disagree. Only a wrong output can show a
+//! registration that accepts too much (`tests/registration.rs`).
+//!
+//! - [`ForeignPlacementUpload`] returns the device's memory under the
+//!   placement of another device (`placement`).
+//! - [`ForeignDomainUpload`] returns another device's memory under this
+//!   device's placement (`residency`).
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -21,7 +33,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
 use tenferro_runtime::{TransferProvider, TransferRequest};
-use tenferro_tensor::{DType, Error, Tensor, TensorRead};
+use tenferro_tensor::{
+    DType, DeviceId, Error, Placement, StorageBuffer, Tensor, TensorRead, TypedTensor,
+};
 
 use crate::provider::{download, upload_input};
 use crate::scalar::{DeviceScalar, read_compact, unsupported_dtype, with_scalar};
@@ -287,6 +301,124 @@ impl TransferProvider for DriverThreadUpload {
         const OP: &str = "DriverThreadUpload::transfer_blocking";
         let input = upload_input(&self.device, &request, OP)?;
         with_scalar!(input.dtype(), T => self.upload::<T>(input),
+            other => Err(unsupported_dtype(OP, input.dtype()).into()))
+    }
+}
+
+/// Upload `input` into `memory`'s memory and return it under `placement`.
+fn upload_as<T: DeviceScalar>(
+    memory: &VendorDevice,
+    input: &TensorRead<'_>,
+    placement: Placement,
+) -> tenferro_runtime::Result<Tensor> {
+    let staging = read_compact::<T>(input)?;
+    let storage = memory.storage(vec![T::POISON; staging.len()]);
+    memory.copy_into(&storage, staging).wait();
+    Ok(TypedTensor::<T>::from_buffer_col_major(
+        input.shape().to_vec(),
+        StorageBuffer::Backend(Box::new(storage)),
+        placement,
+    )
+    .map(Tensor::from_typed)?)
+}
+
+/// A correct upload into the device's memory whose output claims the
+/// placement of another device of the vendor (the next ordinal): the
+/// bytes are right and in the right memory, the placement is not.
+/// Broken on purpose (`placement`).
+///
+/// # Examples
+///
+/// ```
+/// use example_vendor_device::broken::ForeignPlacementUpload;
+/// use example_vendor_device::VendorDevice;
+///
+/// let upload = ForeignPlacementUpload::new(VendorDevice::open(0).unwrap());
+/// assert_eq!(upload.device().name(), "npu0");
+/// ```
+#[derive(Debug)]
+pub struct ForeignPlacementUpload {
+    device: VendorDevice,
+}
+
+impl ForeignPlacementUpload {
+    /// Upload into `device`, under another device's placement.
+    pub fn new(device: VendorDevice) -> Self {
+        Self { device }
+    }
+
+    /// The destination device.
+    pub fn device(&self) -> &VendorDevice {
+        &self.device
+    }
+}
+
+impl TransferProvider for ForeignPlacementUpload {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        const OP: &str = "ForeignPlacementUpload::transfer_blocking";
+        let input = upload_input(&self.device, &request, OP)?;
+        // The bug: the placement names the next device.
+        let placement = Placement {
+            device: Some(DeviceId {
+                ordinal: self.device.ordinal() + 1,
+                ..self.device.device_id()
+            }),
+            ..self.device.placement()
+        };
+        with_scalar!(input.dtype(), T => upload_as::<T>(&self.device, input, placement),
+            other => Err(unsupported_dtype(OP, input.dtype()).into()))
+    }
+}
+
+/// An upload that lands in the memory of another device of the vendor (a
+/// device of its own, opened beside the destination) and returns it under
+/// the destination's placement: the bytes and the placement are right,
+/// the allocation domain is not. Broken on purpose (`residency`).
+///
+/// # Examples
+///
+/// ```
+/// use example_vendor_device::broken::ForeignDomainUpload;
+/// use example_vendor_device::VendorDevice;
+///
+/// let upload = ForeignDomainUpload::new(VendorDevice::open(0).unwrap()).unwrap();
+/// assert_ne!(upload.memory().allocation_domain(), upload.device().allocation_domain());
+/// ```
+#[derive(Debug)]
+pub struct ForeignDomainUpload {
+    device: VendorDevice,
+    memory: VendorDevice,
+}
+
+impl ForeignDomainUpload {
+    /// Upload for `device`, into the memory of another device it opens.
+    ///
+    /// # Errors
+    ///
+    /// As [`VendorDevice::open`], for the other device.
+    pub fn new(device: VendorDevice) -> Result<Self, crate::VendorError> {
+        let memory = VendorDevice::open(device.ordinal() + 1)?;
+        Ok(Self { device, memory })
+    }
+
+    /// The destination device.
+    pub fn device(&self) -> &VendorDevice {
+        &self.device
+    }
+
+    /// The device whose memory the outputs are in.
+    pub fn memory(&self) -> &VendorDevice {
+        &self.memory
+    }
+}
+
+impl TransferProvider for ForeignDomainUpload {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        const OP: &str = "ForeignDomainUpload::transfer_blocking";
+        let input = upload_input(&self.device, &request, OP)?;
+        // The bug: the memory is another device's.
+        let placement = self.device.placement();
+        with_scalar!(input.dtype(), T => upload_as::<T>(&self.memory, input, placement),
             other => Err(unsupported_dtype(OP, input.dtype()).into()))
     }
 }

@@ -8,14 +8,15 @@ mod support;
 
 use std::sync::Arc;
 
-use example_vendor_device::VendorUpload;
 use example_vendor_device::broken::{
     ClearingDownload, DriverThreadUpload, EveryFifthLeakUpload, LiveReuseUpload,
 };
+use example_vendor_device::{MAX_ELEMENTS, VendorDevice, VendorUpload, read_compact};
 use tenferro_transfer_conformance::prelude::*;
 
 use support::{
-    counting_upload_route, failing, skipped, suite_named, upload_suite, with_download, with_upload,
+    counting_upload_route, failing, skipped, suite_named, upload_route, upload_suite,
+    with_download, with_upload,
 };
 
 /// Run `suite` on `route` and check that `rule` fails there and no other
@@ -114,4 +115,61 @@ fn a_leak_on_a_driver_thread_is_attributed_through_the_ledger() {
     assert!(text.contains("64 bytes"), "{text}");
     assert!(!text.contains("grew by"), "the ledger names it: {text}");
     assert_eq!(skipped, vec![]);
+}
+
+/// An upload (of `f64` only) that queues its copy before it checks the
+/// size, and refuses a tensor too large by dropping the destination while
+/// the copy into it is still queued: correct, and the device frees that
+/// memory only once the copy is done (a deferred free).
+#[derive(Debug)]
+struct LateRefusalUpload(VendorDevice);
+
+impl TransferProvider for LateRefusalUpload {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        const OP: &str = "LateRefusalUpload::transfer_blocking";
+        let input = request.input();
+        if input.dtype() != DType::F64 {
+            return Err(tenferro_tensor::Error::unsupported(OP, "f64 only").into());
+        }
+        let staging = read_compact::<f64>(input)?;
+        let count = staging.len();
+        let (output, ticket) = self.0.upload_async(input.shape().to_vec(), staging)?;
+        if count > MAX_ELEMENTS {
+            drop((output, ticket));
+            return Err(tenferro_tensor::Error::unsupported(OP, "too large").into());
+        }
+        ticket.wait();
+        Ok(output)
+    }
+}
+
+/// The refusal frees its destination only once the copy queued into it
+/// is done, and `settle` waits for that: `no-leak` passes on the refused
+/// case, on a device that lists its allocations and on one that only
+/// counts them.
+#[test]
+fn settle_waits_for_a_free_the_device_defers() {
+    let oversize = format!(
+        r#"{{"dtype":"F64","shape":[{}],"layout":{{"kind":"owned"}},"seed":0,"specials":0}}"#,
+        MAX_ELEMENTS + 1
+    );
+    for route in [upload_route, counting_upload_route] {
+        let suite = with_upload(suite_named("late-refusal-upload"), route, |device| {
+            Arc::new(LateRefusalUpload(device))
+        })
+        .capabilities(
+            Capabilities::all()
+                .dtypes([DType::F64])
+                .max_elements(MAX_ELEMENTS),
+        );
+        let report = suite.replay(&oversize);
+        for rule in [Rule::CapabilityHonesty, Rule::NoLeak] {
+            assert_eq!(
+                suite.check(&report, "upload", rule),
+                RuleVerdict::Pass { cases: 1 },
+                "{rule}\n{}",
+                report.to_table()
+            );
+        }
+    }
 }
