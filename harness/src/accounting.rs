@@ -271,10 +271,21 @@ pub(crate) struct CaseOnEndpoint<'a> {
     pub(crate) saw_its_tensor: Option<bool>,
     /// The tensor it had to see, in words (`the staged input`).
     pub(crate) tensor: &'a str,
-    /// Whether the case ran alone on the device.
-    pub(crate) alone: bool,
+    /// The case's stay on the device, asked whether it ran alone only
+    /// after the device settled and was sampled (a case that starts on
+    /// another thread in between makes it not alone); `None`: a whole
+    /// phase, alone by construction.
+    pub(crate) stay: Option<&'a Stay>,
     /// The case's thread.
     pub(crate) thread: ThreadId,
+}
+
+impl CaseOnEndpoint<'_> {
+    /// Whether no other case has run on the device during this one, up to
+    /// now: asked after each sample, so that the sample belongs to it.
+    fn alone(&self) -> bool {
+        self.stay.is_none_or(Stay::alone)
+    }
 }
 
 /// What `case`'s endpoint accounting says once the case's tensors were
@@ -309,7 +320,7 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
                 })
                 .collect::<Vec<Leak>>()
         };
-        if case.alone {
+        if case.alone() {
             let mut leaks = leaked(own);
             leaks.extend(leaked(foreign));
             return Finding::Checked(leaks);
@@ -326,12 +337,6 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
     let (Some(before), true) = (case.before.counts, counted) else {
         return Finding::Silent;
     };
-    if !case.alone {
-        return Finding::Unchecked(format!(
-            "other calls ran on {} beside this one: its counts of memory in use cannot tell whose memory is whose (the counts over the whole phase judge them)",
-            endpoint.name()
-        ));
-    }
     let start = std::time::Instant::now();
     loop {
         let Some(now) = endpoint.memory_in_use() else {
@@ -340,6 +345,12 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
                 endpoint.name()
             ));
         };
+        if !case.alone() {
+            return Finding::Unchecked(format!(
+                "other calls ran on {} beside this one: its counts of memory in use cannot tell whose memory is whose (the counts over the whole phase judge them)",
+                endpoint.name()
+            ));
+        }
         let growth = now.growth_since(&before);
         if !growth.grew() {
             return Finding::Checked(Vec::new());
@@ -449,7 +460,7 @@ impl PhaseMemory {
                         tensor: "what the phase put there",
                         // The phase is over: every allocation made during
                         // it, on any thread, is the phase's.
-                        alone: true,
+                        stay: None,
                         thread,
                     },
                     counted,

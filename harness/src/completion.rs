@@ -27,6 +27,41 @@ pub enum CompletionState {
     },
 }
 
+impl CompletionState {
+    /// A copy into the tensor is still in flight: [`CompletionState::Pending`]
+    /// with `detail` (which copy, in words).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::CompletionState;
+    ///
+    /// assert_eq!(CompletionState::pending("copy #3").to_string(), "pending: copy #3");
+    /// ```
+    pub fn pending(detail: impl Into<String>) -> Self {
+        Self::Pending {
+            detail: detail.into(),
+        }
+    }
+
+    /// The destination cannot tell: [`CompletionState::Unknown`] with
+    /// `reason`, which the report shows for the skip.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::CompletionState;
+    ///
+    /// let state = CompletionState::unknown("the tensor is not in this device's memory");
+    /// assert!(matches!(state, CompletionState::Unknown { .. }));
+    /// ```
+    pub fn unknown(reason: impl Into<String>) -> Self {
+        Self::Unknown {
+            reason: reason.into(),
+        }
+    }
+}
+
 impl fmt::Display for CompletionState {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -166,6 +166,22 @@ impl HarnessError {
         }
     }
 
+    /// A tensor could not be built where a case stages its input:
+    /// [`HarnessError::Stage`], for an adapter's
+    /// [`stage`](crate::DeviceEndpoint::stage).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::HarnessError;
+    ///
+    /// let refused = tenferro_tensor::Tensor::from_vec_col_major(vec![3], vec![1.0_f32]).unwrap_err();
+    /// assert!(matches!(HarnessError::stage(refused), HarnessError::Stage { .. }));
+    /// ```
+    pub fn stage(source: tenferro_tensor::Error) -> Self {
+        Self::Stage { source }
+    }
+
     /// Whether this error is a skip ([`HarnessError::Unavailable`]) rather
     /// than a failure.
     pub fn is_skip(&self) -> bool {

@@ -408,7 +408,7 @@ impl Rig {
                     before: &before[0],
                     saw_its_tensor: before[0].accounts().then_some(ran.staged),
                     tensor: "the staged input",
-                    alone: stays[0].alone(),
+                    stay: Some(&stays[0]),
                     thread,
                 },
                 CaseOnEndpoint {
@@ -416,7 +416,7 @@ impl Rig {
                     before: &before[1],
                     saw_its_tensor: saw_output,
                     tensor: "the output the provider returned",
-                    alone: stays[1].alone(),
+                    stay: Some(&stays[1]),
                     thread,
                 },
             ]

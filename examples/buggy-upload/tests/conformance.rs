@@ -8,7 +8,7 @@ use example_buggy_upload::MemcpyUpload;
 use tenferro_transfer_conformance::prelude::*;
 
 fn suite() -> ProviderSuite {
-    ProviderSuite::new("memcpy-upload", Level::V1)
+    ProviderSuite::new("memcpy-upload", Level::V2)
         .route("upload", Route::host_to_sim, |route| {
             let Some(device) = route.destination().downcast::<SimDevice>() else {
                 return Err("memcpy-upload serves a simulated destination".into());
@@ -22,7 +22,7 @@ fn suite() -> ProviderSuite {
 }
 
 #[cfg(feature = "demonstrate-failure")]
-tenferro_transfer_conformance::conformance_tests!(level = V1, suite = suite, routes = [upload]);
+tenferro_transfer_conformance::conformance_tests!(level = V2, suite = suite, routes = [upload]);
 
 /// Exactly what `cargo test --features demonstrate-failure upload::values`
 /// prints when it fails, and that the bug breaks no other rule.
@@ -33,7 +33,7 @@ fn the_bug_fails_values_and_only_values() {
     let suite = suite().invoked_from(env!("CARGO_PKG_NAME"), module_path!());
     let report = suite.run();
     let mut failing = Vec::new();
-    for rule in Level::V1.rules() {
+    for rule in Level::V2.rules() {
         if let RuleVerdict::Fail(text) = suite.check(&report, "upload", *rule) {
             failing.push(rule.id());
             if *rule == Rule::Values {

@@ -19,7 +19,7 @@ fn runtime_of(device: Option<&CudaEndpoint>) -> Result<RuntimeSource, BoxError> 
 }
 
 fn suite() -> ProviderSuite {
-    ProviderSuite::new("cuda-vendor", Level::V1)
+    ProviderSuite::new("cuda-vendor", Level::V2)
         .route("upload", Route::host_to_cuda, |route| {
             let runtime = runtime_of(route.destination().downcast::<CudaEndpoint>())?;
             Ok(Arc::new(VendorUpload::new(runtime)) as Arc<dyn TransferProvider>)
@@ -32,7 +32,7 @@ fn suite() -> ProviderSuite {
 }
 
 tenferro_transfer_conformance::conformance_tests!(
-    level = V1,
+    level = V2,
     suite = suite,
     routes = [upload, download]
 );

@@ -13,7 +13,7 @@ use tenferro_transfer_conformance::harness::cuda::CudaEndpoint;
 use tenferro_transfer_conformance::prelude::*;
 
 fn suite() -> ProviderSuite {
-    ProviderSuite::new("naive-upload", Level::V1)
+    ProviderSuite::new("naive-upload", Level::V2)
         .route("naive_upload", Route::host_to_cuda, |route| {
             let Some(device) = route.destination().downcast::<CudaEndpoint>() else {
                 return Err("naive-upload serves a CUDA destination".into());
@@ -27,7 +27,7 @@ fn suite() -> ProviderSuite {
 
 #[cfg(feature = "demonstrate-failure")]
 tenferro_transfer_conformance::conformance_tests!(
-    level = V1,
+    level = V2,
     suite = suite,
     routes = [naive_upload]
 );
@@ -40,7 +40,7 @@ fn the_naive_upload_fails_completion_and_only_completion() {
     const TEST: &str = "the_naive_upload_fails_completion_and_only_completion";
     let suite = suite();
     let report = suite.run();
-    let verdicts: Vec<(Rule, RuleVerdict)> = Level::V1
+    let verdicts: Vec<(Rule, RuleVerdict)> = Level::V2
         .rules()
         .iter()
         .map(|rule| (*rule, suite.check(&report, "naive_upload", *rule)))

@@ -14,7 +14,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The work of one copy, run on the worker thread: it writes memory that
-/// was allocated on the caller's thread and marks it landed.
+/// was allocated on the caller's thread and marks it landed. It holds the
+/// memory it writes: an allocation whose tensors are dropped while a copy
+/// into it is queued is freed once the copy is done, on the worker.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 struct Queued {
@@ -195,6 +197,12 @@ impl CopyEngine {
     /// Block until copy `number` has landed.
     pub(crate) fn wait(&self, number: u64) {
         self.shared.wait(number);
+    }
+
+    /// Block until every copy queued so far has landed.
+    pub(crate) fn synchronize(&self) {
+        let last = lock(&self.shared.queue).queued;
+        self.shared.wait(last);
     }
 
     /// The batching window.

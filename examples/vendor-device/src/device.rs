@@ -14,7 +14,7 @@ use tenferro_tensor::{
 };
 
 use crate::copy_engine::{CopyEngine, CopyTicket};
-use crate::scalar::{DeviceScalar, with_scalar};
+use crate::scalar::{DeviceScalar, read_compact, unsupported_dtype, with_scalar};
 use crate::storage::{Accounting, AllocationObserver, CopyState, VENDOR_FAMILY, VendorStorage};
 use crate::{VendorEngine, VendorError};
 
@@ -52,9 +52,9 @@ struct Inner {
 /// let (tensor, ticket) = device.upload_async(vec![2], vec![1.5_f64, -0.0]).unwrap();
 /// ticket.wait();
 /// assert_eq!(device.copy_state(&tensor), Some(CopyState::Landed));
-/// assert_eq!(device.live_allocations(), 1);
+/// assert_eq!((device.live_allocations(), device.bytes_in_use()), (1, 16));
 /// drop(tensor);
-/// assert_eq!(device.live_allocations(), 0);
+/// assert_eq!((device.live_allocations(), device.bytes_in_use()), (0, 0));
 /// ```
 #[derive(Clone)]
 pub struct VendorDevice {
@@ -206,9 +206,26 @@ impl VendorDevice {
         VendorEngine::new(self.clone())
     }
 
-    /// Allocations of this device's memory made and not yet freed.
-    pub fn live_allocations(&self) -> usize {
+    /// Allocations of this device's memory made and not yet freed, as the
+    /// device counts them (several tensors over one allocation count once).
+    pub fn live_allocations(&self) -> u64 {
         self.inner.accounting.live()
+    }
+
+    /// Bytes of this device's memory in live allocations.
+    pub fn bytes_in_use(&self) -> u64 {
+        self.inner.accounting.bytes()
+    }
+
+    /// Block until the memory of every tensor dropped so far is freed.
+    /// The device frees an allocation when its last tensor drops, unless a
+    /// copy into it is still queued: then once that copy is done, on the
+    /// copy engine. Returns at once when no free is deferred; otherwise
+    /// waits for the copies queued so far.
+    pub fn synchronize(&self) {
+        if self.inner.accounting.deferred() > 0 {
+            self.inner.copies.synchronize();
+        }
     }
 
     /// Tell `observer` of every allocation made and freed from now on.
@@ -253,19 +270,91 @@ impl VendorDevice {
             ));
         }
         let storage = self.storage(vec![T::POISON; count]);
-        let cells = Arc::clone(storage.cells());
-        let ticket = self.inner.copies.enqueue(move |copy| {
-            cells.set_state(CopyState::InFlight { copy });
+        let ticket = self.copy_into(&storage, staging);
+        Ok((self.wrap(shape, storage)?, ticket))
+    }
+
+    /// Queue the copy of `staging` (as many elements as the allocation
+    /// holds) into `storage`'s allocation: it holds poison and refuses host
+    /// reads until the copy lands.
+    pub(crate) fn copy_into<T: DeviceScalar>(
+        &self,
+        storage: &VendorStorage<T>,
+        staging: Vec<T>,
+    ) -> CopyTicket {
+        let allocation = Arc::clone(storage.allocation());
+        self.inner.copies.enqueue(move |copy| {
+            allocation.set_state(CopyState::InFlight { copy });
             Box::new(move || {
-                cells
+                allocation
                     .data
                     .write()
                     .unwrap_or_else(PoisonError::into_inner)
                     .copy_from_slice(&staging);
-                cells.set_state(CopyState::Landed);
+                allocation.set_state(CopyState::Landed);
             })
-        });
-        Ok((self.wrap(shape, storage)?, ticket))
+        })
+    }
+
+    /// Upload a host tensor or view (any strides, offset or axis order)
+    /// into fresh compact device memory, and wait for the copy to land.
+    ///
+    /// # Errors
+    ///
+    /// An unsupported-dtype error for a dtype the device does not carry,
+    /// or the error of reading the input.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use example_vendor_device::VendorDevice;
+    /// use tenferro_tensor::{Tensor, TensorRead};
+    ///
+    /// let device = VendorDevice::open(0).unwrap();
+    /// let host = Tensor::from_vec_col_major(vec![2], vec![1_i32, -1]).unwrap();
+    /// let on_device = device.upload(&TensorRead::from_tensor(&host)).unwrap();
+    /// assert!(device.owns(&TensorRead::from_tensor(&on_device)));
+    /// ```
+    pub fn upload(&self, input: &TensorRead<'_>) -> tenferro_tensor::Result<Tensor> {
+        const OP: &str = "VendorDevice::upload";
+        with_scalar!(input.dtype(), T => {
+            let (tensor, ticket) = self.upload_async(input.shape().to_vec(), read_compact::<T>(input)?)?;
+            ticket.wait();
+            Ok(tensor)
+        }, other => Err(unsupported_dtype(OP, input.dtype())))
+    }
+
+    /// A host tensor holding the values of `input`, a tensor or view in
+    /// this device's memory, once the copies into that memory have landed.
+    ///
+    /// # Errors
+    ///
+    /// A runtime-state error when `input` is not in this device's memory,
+    /// an unsupported-dtype error for a dtype the device does not carry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use example_vendor_device::VendorDevice;
+    /// use tenferro_tensor::TensorRead;
+    ///
+    /// let device = VendorDevice::open(0).unwrap();
+    /// let (tensor, _ticket) = device.upload_async(vec![2], vec![0.5_f32, -0.0]).unwrap();
+    /// let host = device.download(&TensorRead::from_tensor(&tensor)).unwrap();
+    /// assert_eq!(host.as_typed::<f32>().unwrap().as_view().host_storage().unwrap(), &[0.5, -0.0]);
+    /// ```
+    pub fn download(&self, input: &TensorRead<'_>) -> tenferro_tensor::Result<Tensor> {
+        const OP: &str = "VendorDevice::download";
+        if !self.owns(input) {
+            return Err(tenferro_tensor::Error::runtime_state(
+                OP,
+                "input is not in this device's memory",
+            ));
+        }
+        self.settle(input);
+        with_scalar!(input.dtype(), T => {
+            Tensor::from_vec_col_major(input.shape().to_vec(), read_compact::<T>(input)?)
+        }, other => Err(unsupported_dtype(OP, input.dtype())))
     }
 
     /// Whether the copy into `tensor`'s memory has landed; `None` when the
@@ -277,15 +366,51 @@ impl VendorDevice {
     /// Block until no copy into `read`'s memory is in flight: device work
     /// is ordered after the copies queued before it.
     pub(crate) fn settle(&self, read: &TensorRead<'_>) {
-        let state = with_scalar!(read.dtype(), T => T::typed_view(read.clone().tensor_view())
-            .and_then(|view| view.backend_buffer().and_then(|buffer| buffer.as_any().downcast_ref::<VendorStorage<T>>().map(VendorStorage::state))),
+        let state = with_scalar!(read.dtype(), T => self.with_storage::<T, _>(read, VendorStorage::state),
             other => None);
         if let Some(CopyState::InFlight { copy }) = state {
             self.inner.copies.wait(copy);
         }
     }
 
-    fn storage_of<'t, T: DeviceScalar>(&self, tensor: &'t Tensor) -> Option<&'t VendorStorage<T>> {
+    /// `f` of the storage under `read` (a tensor or a view), when it is
+    /// this device's memory holding `T`.
+    pub(crate) fn with_storage<T: DeviceScalar, R>(
+        &self,
+        read: &TensorRead<'_>,
+        f: impl FnOnce(&VendorStorage<T>) -> R,
+    ) -> Option<R> {
+        let view = T::typed_view(read.clone().tensor_view())?;
+        let storage = view
+            .backend_buffer()?
+            .as_any()
+            .downcast_ref::<VendorStorage<T>>()
+            .filter(|storage| storage.domain() == self.inner.domain)?;
+        Some(f(storage))
+    }
+
+    /// A tensor of `shape` over `input`'s allocation, without a copy (as a
+    /// device engine reshapes), when `input` is an owned tensor in this
+    /// device's memory whose copies have landed; `None` otherwise: a view,
+    /// or memory a copy is still writing, is copied by the caller.
+    pub(crate) fn alias_landed<T: DeviceScalar>(
+        &self,
+        input: &TensorRead<'_>,
+        shape: &[usize],
+    ) -> Option<tenferro_tensor::Result<Tensor>> {
+        let TensorRead::Tensor(tensor) = input else {
+            return None;
+        };
+        let storage = self
+            .storage_of::<T>(tensor)
+            .filter(|storage| storage.state() == CopyState::Landed)?;
+        Some(self.wrap(shape.to_vec(), storage.alias()))
+    }
+
+    pub(crate) fn storage_of<'t, T: DeviceScalar>(
+        &self,
+        tensor: &'t Tensor,
+    ) -> Option<&'t VendorStorage<T>> {
         match tensor.as_typed::<T>()?.buffer() {
             StorageBuffer::Backend(storage) => storage
                 .as_any()
@@ -295,11 +420,11 @@ impl VendorDevice {
         }
     }
 
-    fn storage<T: DeviceScalar>(&self, data: Vec<T>) -> VendorStorage<T> {
+    pub(crate) fn storage<T: DeviceScalar>(&self, data: Vec<T>) -> VendorStorage<T> {
         VendorStorage::new(data, self.inner.domain, Arc::clone(&self.inner.accounting))
     }
 
-    fn wrap<T: DeviceScalar>(
+    pub(crate) fn wrap<T: DeviceScalar>(
         &self,
         shape: Vec<usize>,
         storage: VendorStorage<T>,

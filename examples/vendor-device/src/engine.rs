@@ -25,18 +25,8 @@ use tenferro_tensor::{
     TensorReduction, TensorStructural, TensorWrite,
 };
 
-use crate::scalar::{read_compact, with_scalar};
+use crate::scalar::{read_compact, unsupported_dtype, with_scalar};
 use crate::{VENDOR_FAMILY, VendorDevice};
-
-/// What the device's engine may run in a runtime.
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub enum EngineRole {
-    /// No operations: the engine only holds tensors, so work moves away.
-    Source,
-    /// Layout operations (reshape): the engine consumes transferred tensors.
-    Destination,
-}
 
 /// The engine of one [`VendorDevice`].
 ///
@@ -70,10 +60,13 @@ impl VendorEngine {
         &self.device
     }
 
-    /// A tensor in this device's memory, copied by the device into fresh
-    /// compact memory of `shape` (same element count), once the copies
-    /// into it have landed.
-    fn copy_resident(
+    /// A tensor in this device's memory with a new `shape` (same element
+    /// count). An owned tensor whose copies have landed keeps its
+    /// allocation (metadata only, as a device engine reshapes: whoever holds
+    /// the result holds the allocation); a view, or memory a copy is still
+    /// writing, is copied by the device into fresh compact memory once the
+    /// copies into it have landed.
+    fn reshape_resident(
         &self,
         op: &'static str,
         input: &TensorRead<'_>,
@@ -92,26 +85,22 @@ impl VendorEngine {
                 "the element count must not change",
             ));
         }
-        self.device.settle(input);
         with_scalar!(input.dtype(), T => {
+            if let Some(aliased) = self.device.alias_landed::<T>(input, shape) {
+                return aliased;
+            }
+            self.device.settle(input);
             let values = read_compact::<T>(input)?;
             self.device.tensor(shape.to_vec(), values)
         }, other => Err(unsupported_dtype(op, input.dtype())))
     }
 }
 
-fn unsupported_dtype(op: &'static str, dtype: DType) -> Error {
-    Error::unsupported(
-        op,
-        format!("the vendor's device carries the seven preset dtypes, not {dtype:?}"),
-    )
-}
-
 impl VendorDevice {
-    /// The runtime registration of this device's engine in `role`: its
-    /// ingress accepts exactly this device's tensors (so a host input must
-    /// move through a transfer provider), and as a destination it prepares
-    /// layout operations.
+    /// The runtime registration of this device's engine: its ingress
+    /// accepts exactly this device's tensors (so a host input must move
+    /// through a transfer provider), and it prepares layout operations
+    /// (the engine runs them).
     ///
     /// # Errors
     ///
@@ -120,24 +109,14 @@ impl VendorDevice {
     /// # Examples
     ///
     /// ```
-    /// use example_vendor_device::{EngineRole, VendorDevice};
+    /// use example_vendor_device::VendorDevice;
     ///
     /// let device = VendorDevice::open(0).unwrap();
-    /// let registration = device.registration(EngineRole::Destination).unwrap();
+    /// let registration = device.registration().unwrap();
     /// assert_eq!(registration.engine_id(), device.engine_id());
     /// ```
-    pub fn registration(
-        &self,
-        role: EngineRole,
-    ) -> std::result::Result<EngineRegistration, RuntimeConfigError> {
-        let capabilities = match role {
-            EngineRole::Source => CoreCapabilityBundle::default(),
-            EngineRole::Destination => {
-                let mut bundle = CoreCapabilityBundle::builder();
-                bundle.layout(Arc::new(MetadataPreparer));
-                bundle.build()
-            }
-        };
+    pub fn registration(&self) -> std::result::Result<EngineRegistration, RuntimeConfigError> {
+        let capabilities = self.capabilities();
         let metadata = EngineRegistrationMetadata::new(
             self.engine_id().clone(),
             self.provider_device_identity().clone(),
@@ -151,6 +130,23 @@ impl VendorDevice {
             ExecutionContextIdentity::of::<VendorEngine>(),
             self.ingress(),
         ))
+    }
+
+    /// What the engine prepares: layout operations (reshape), as metadata
+    /// plans the [`VendorEngine`] passed to `Runtime::run` then runs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use example_vendor_device::VendorDevice;
+    ///
+    /// let capabilities = VendorDevice::open(0).unwrap().capabilities();
+    /// # let _ = capabilities;
+    /// ```
+    pub fn capabilities(&self) -> CoreCapabilityBundle {
+        let mut capabilities = CoreCapabilityBundle::builder();
+        capabilities.layout(Arc::new(MetadataPreparer));
+        capabilities.build()
     }
 
     fn ingress(&self) -> InputIngressContract {
@@ -252,11 +248,11 @@ macro_rules! unsupported_ops {
 impl TensorStructural for VendorEngine {
     fn to_contiguous_read(&mut self, input: TensorRead<'_>) -> Result<Tensor> {
         let shape = input.shape().to_vec();
-        self.copy_resident("VendorEngine::to_contiguous_read", &input, &shape)
+        self.reshape_resident("VendorEngine::to_contiguous_read", &input, &shape)
     }
 
     fn reshape_read(&mut self, input: TensorRead<'_>, shape: &[usize]) -> Result<Tensor> {
-        self.copy_resident("VendorEngine::reshape_read", &input, shape)
+        self.reshape_resident("VendorEngine::reshape_read", &input, shape)
     }
 
     unsupported_ops! {
@@ -272,17 +268,7 @@ impl TensorStructural for VendorEngine {
 
 impl TensorDeviceTransfer for VendorEngine {
     fn download_to_host(&mut self, tensor: TensorRead<'_>) -> Result<Tensor> {
-        const OP: &str = "VendorEngine::download_to_host";
-        if !self.device.owns(&tensor) {
-            return Err(Error::runtime_state(
-                OP,
-                "input is not in this device's memory",
-            ));
-        }
-        self.device.settle(&tensor);
-        with_scalar!(tensor.dtype(), T => {
-            Tensor::from_vec_col_major(tensor.shape().to_vec(), read_compact::<T>(&tensor)?)
-        }, other => Err(unsupported_dtype(OP, tensor.dtype())))
+        self.device.download(&tensor)
     }
 
     unsupported_ops! {

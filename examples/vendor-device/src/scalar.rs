@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 
 use tenferro_tensor::{
-    Complex, Error, Result, TensorRead, TensorScalar, TensorView, TypedTensorView,
+    Complex, DType, Error, Result, TensorRead, TensorScalar, TensorView, TypedTensorView,
 };
 
 /// One of the seven element types the device's memory holds.
@@ -14,14 +14,18 @@ pub trait DeviceScalar: TensorScalar + Debug {
     /// correct copy produces by accident.
     const POISON: Self;
 
+    /// Zero (`false` for `bool`): what cleared memory holds.
+    const ZERO: Self;
+
     /// The typed view inside an erased view, if it holds this type.
     fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>>;
 }
 
 macro_rules! device_scalar {
-    ($($ty:ty => $variant:ident, $poison:expr;)+) => {$(
+    ($($ty:ty => $variant:ident, $poison:expr, $zero:expr;)+) => {$(
         impl DeviceScalar for $ty {
             const POISON: Self = $poison;
+            const ZERO: Self = $zero;
 
             fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {
                 match view {
@@ -34,13 +38,13 @@ macro_rules! device_scalar {
 }
 
 device_scalar! {
-    f32 => F32, f32::from_bits(0xffa5_a5a5);
-    f64 => F64, f64::from_bits(0xffa5_a5a5_a5a5_a5a5);
-    i32 => I32, 0xa5a5_a5a5_u32 as i32;
-    i64 => I64, 0xa5a5_a5a5_a5a5_a5a5_u64 as i64;
-    bool => Bool, true;
-    Complex<f32> => C32, Complex::new(f32::from_bits(0xffa5_a5a5), f32::from_bits(0xffa5_a5a5));
-    Complex<f64> => C64, Complex::new(f64::from_bits(0xffa5_a5a5_a5a5_a5a5), f64::from_bits(0xffa5_a5a5_a5a5_a5a5));
+    f32 => F32, f32::from_bits(0xffa5_a5a5), 0.0;
+    f64 => F64, f64::from_bits(0xffa5_a5a5_a5a5_a5a5), 0.0;
+    i32 => I32, 0xa5a5_a5a5_u32 as i32, 0;
+    i64 => I64, 0xa5a5_a5a5_a5a5_a5a5_u64 as i64, 0;
+    bool => Bool, true, false;
+    Complex<f32> => C32, Complex::new(f32::from_bits(0xffa5_a5a5), f32::from_bits(0xffa5_a5a5)), Complex::new(0.0, 0.0);
+    Complex<f64> => C64, Complex::new(f64::from_bits(0xffa5_a5a5_a5a5_a5a5), f64::from_bits(0xffa5_a5a5_a5a5_a5a5)), Complex::new(0.0, 0.0);
 }
 
 /// Run `$body` with `$T` bound to the Rust type of `$dtype`; any other
@@ -81,6 +85,14 @@ macro_rules! with_scalar {
     };
 }
 pub(crate) use with_scalar;
+
+/// The error for a dtype the device does not carry.
+pub(crate) fn unsupported_dtype(op: &'static str, dtype: DType) -> Error {
+    Error::unsupported(
+        op,
+        format!("the vendor's device carries the seven preset dtypes, not {dtype:?}"),
+    )
+}
 
 /// The logical values of `input` in column-major order, honouring its
 /// shape, strides and offset (negative steps and permuted axes included);

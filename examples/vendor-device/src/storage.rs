@@ -1,11 +1,15 @@
-//! The device's memory: one [`VendorStorage`] per allocation, in the
-//! device's own backend family and allocation domain, holding poison and
-//! refusing host reads while a copy into it is in flight.
+//! The device's memory: one [`VendorStorage`] handle per tensor over an
+//! allocation in the device's own backend family and allocation domain,
+//! holding poison and refusing host reads while a copy into it is in
+//! flight. Several handles may share one allocation (the engine's
+//! metadata-only reshape makes one); the allocation is freed, and leaves
+//! the device's accounting, when the last handle and the last copy into it
+//! are gone.
 
 use std::any::Any;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tenferro_tensor::{
     AllocationDomainId, AllocationId, BackendStorage, HostAccessError, HostReadGuard,
@@ -31,8 +35,10 @@ pub enum CopyState {
 }
 
 /// Told of every allocation of a device's memory when it is made and when
-/// it is freed, on the thread that makes or frees it (allocations are made
-/// on the caller's thread, never on the copy engine's).
+/// it is freed, on the thread that makes or frees it. Allocations are made
+/// on the thread that asks for them; an allocation is freed where its last
+/// handle drops, or on the copy engine's thread when a copy into it was
+/// still queued then.
 pub trait AllocationObserver: Send + Sync + 'static {
     /// Allocation `id` of `bytes` bytes was made.
     fn allocated(&self, id: u64, bytes: usize);
@@ -40,16 +46,29 @@ pub trait AllocationObserver: Send + Sync + 'static {
     fn freed(&self, id: u64);
 }
 
-/// Live-allocation accounting of one device.
+/// The memory accounting of one device: what it has in use, counted as
+/// real devices count it, and an optional observer of each allocation.
 #[derive(Default)]
 pub(crate) struct Accounting {
-    live: AtomicUsize,
+    live: AtomicU64,
+    bytes: AtomicU64,
+    /// Allocations whose tensors are all dropped, freed once the copy
+    /// still writing into them is done.
+    deferred: AtomicU64,
     observer: RwLock<Option<Arc<dyn AllocationObserver>>>,
 }
 
 impl Accounting {
-    pub(crate) fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> u64 {
         self.live.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn deferred(&self) -> u64 {
+        self.deferred.load(Ordering::SeqCst)
     }
 
     pub(crate) fn observe(&self, observer: Arc<dyn AllocationObserver>) {
@@ -65,15 +84,38 @@ impl Accounting {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+
+    fn allocated(&self, id: u64, bytes: usize) {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        self.bytes.fetch_add(bytes as u64, Ordering::SeqCst);
+        if let Some(observer) = self.observer() {
+            observer.allocated(id, bytes);
+        }
+    }
+
+    fn freed(&self, id: u64, bytes: usize) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
+        self.bytes.fetch_sub(bytes as u64, Ordering::SeqCst);
+        if let Some(observer) = self.observer() {
+            observer.freed(id);
+        }
+    }
 }
 
-/// The cells of one allocation, shared with the copy that fills them.
-pub(crate) struct Cells<T> {
+/// One allocation of device memory, shared by the tensors over it (one
+/// [`Handle`]) and by a copy still writing into it; freed when the last of
+/// them drops.
+pub(crate) struct Allocation<T> {
     pub(crate) data: RwLock<Vec<T>>,
-    pub(crate) state: Mutex<CopyState>,
+    state: Mutex<CopyState>,
+    id: u64,
+    bytes: usize,
+    /// Its tensors were all dropped while a copy still held it.
+    deferred: AtomicBool,
+    accounting: Arc<Accounting>,
 }
 
-impl<T> Cells<T> {
+impl<T> Allocation<T> {
     pub(crate) fn state(&self) -> CopyState {
         *self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -83,13 +125,40 @@ impl<T> Cells<T> {
     }
 }
 
-/// One allocation of device memory.
+impl<T> Drop for Allocation<T> {
+    fn drop(&mut self) {
+        if self.deferred.load(Ordering::SeqCst) {
+            self.accounting.deferred.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.accounting.freed(self.id, self.bytes);
+    }
+}
+
+/// What the tensors over one allocation share. When the last of them
+/// drops, the allocation is freed at once, or, while a copy still writes
+/// into it, once that copy is done (a deferred free).
+struct Handle<T> {
+    allocation: Arc<Allocation<T>>,
+}
+
+impl<T> Drop for Handle<T> {
+    fn drop(&mut self) {
+        // Only copies hold the allocation besides its handle.
+        if Arc::strong_count(&self.allocation) > 1 {
+            self.allocation.deferred.store(true, Ordering::SeqCst);
+            self.allocation
+                .accounting
+                .deferred
+                .fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A tensor's handle to one allocation of device memory.
 pub struct VendorStorage<T> {
-    cells: Arc<Cells<T>>,
+    handle: Arc<Handle<T>>,
     len: usize,
     domain: AllocationDomainId,
-    id: u64,
-    accounting: Arc<Accounting>,
 }
 
 impl<T> VendorStorage<T> {
@@ -100,30 +169,51 @@ impl<T> VendorStorage<T> {
         accounting: Arc<Accounting>,
     ) -> Self {
         let len = data.len();
+        let bytes = len * std::mem::size_of::<T>();
         let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
-        accounting.live.fetch_add(1, Ordering::SeqCst);
-        if let Some(observer) = accounting.observer() {
-            observer.allocated(id, len * std::mem::size_of::<T>());
-        }
+        accounting.allocated(id, bytes);
         Self {
-            cells: Arc::new(Cells {
-                data: RwLock::new(data),
-                state: Mutex::new(CopyState::Landed),
+            handle: Arc::new(Handle {
+                allocation: Arc::new(Allocation {
+                    data: RwLock::new(data),
+                    state: Mutex::new(CopyState::Landed),
+                    id,
+                    bytes,
+                    deferred: AtomicBool::new(false),
+                    accounting,
+                }),
             }),
             len,
             domain,
-            id,
-            accounting,
         }
     }
 
-    pub(crate) fn cells(&self) -> &Arc<Cells<T>> {
-        &self.cells
+    pub(crate) fn allocation(&self) -> &Arc<Allocation<T>> {
+        &self.handle.allocation
     }
 
-    /// The device's id of this allocation.
+    /// Another handle to the same allocation: what a metadata-only reshape
+    /// hands out. The allocation stays in use while either handle lives.
+    pub fn alias(&self) -> Self {
+        Self {
+            handle: Arc::clone(&self.handle),
+            len: self.len,
+            domain: self.domain,
+        }
+    }
+
+    /// A handle that does not keep the allocation alive.
+    pub(crate) fn downgrade(&self) -> WeakVendorStorage<T> {
+        WeakVendorStorage {
+            handle: Arc::downgrade(&self.handle),
+            len: self.len,
+            domain: self.domain,
+        }
+    }
+
+    /// The device's id of this allocation (the same for every handle).
     pub fn id(&self) -> u64 {
-        self.id
+        self.allocation().id
     }
 
     /// The allocation domain this memory belongs to.
@@ -133,16 +223,39 @@ impl<T> VendorStorage<T> {
 
     /// Whether the copy into this allocation has landed.
     pub fn state(&self) -> CopyState {
-        self.cells.state()
+        self.allocation().state()
+    }
+
+    /// Overwrite every element of the allocation with `value`, whatever
+    /// its other handles hold.
+    pub(crate) fn fill(&self, value: T)
+    where
+        T: Clone,
+    {
+        self.allocation()
+            .data
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .fill(value);
     }
 }
 
-impl<T> Drop for VendorStorage<T> {
-    fn drop(&mut self) {
-        self.accounting.live.fetch_sub(1, Ordering::SeqCst);
-        if let Some(observer) = self.accounting.observer() {
-            observer.freed(self.id);
-        }
+/// A weak handle to an allocation's tensors ([`VendorStorage::downgrade`]):
+/// it upgrades while one of them is alive.
+pub(crate) struct WeakVendorStorage<T> {
+    handle: Weak<Handle<T>>,
+    len: usize,
+    domain: AllocationDomainId,
+}
+
+impl<T> WeakVendorStorage<T> {
+    /// A handle to the allocation, if someone still holds it.
+    pub(crate) fn upgrade(&self) -> Option<VendorStorage<T>> {
+        Some(VendorStorage {
+            handle: self.handle.upgrade()?,
+            len: self.len,
+            domain: self.domain,
+        })
     }
 }
 
@@ -150,7 +263,7 @@ impl<T> fmt::Debug for VendorStorage<T> {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
             .debug_struct("VendorStorage")
-            .field("id", &self.id)
+            .field("id", &self.id())
             .field("len", &self.len)
             .field("domain", &self.domain)
             .field("state", &self.state())
@@ -172,15 +285,15 @@ impl<T: Clone + Send + Sync + 'static> BackendStorage<T> for VendorStorage<T> {
     }
 
     fn allocation_id(&self) -> Option<AllocationId> {
-        Some(AllocationId::from_backend_id(self.id))
+        Some(AllocationId::from_backend_id(self.id()))
     }
 
     /// Device memory is host-visible once every copy into it has landed;
     /// while one is in flight the read is refused, never served poison.
     fn map_read(&self) -> Result<tenferro_tensor::HostReadGuard<'_, T>, HostAccessError> {
-        match self.cells.state() {
+        match self.allocation().state() {
             CopyState::Landed => Ok(HostReadGuard::new(
-                self.cells
+                self.allocation()
                     .data
                     .read()
                     .unwrap_or_else(PoisonError::into_inner),

@@ -131,6 +131,47 @@ impl Endpoint {
     }
 }
 
+impl Route {
+    /// An upload: from a plain host endpoint named `host` to `device` (any
+    /// adapter), the route most device providers serve first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Route::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{HostEndpoint, Route};
+    ///
+    /// let route = Route::host_to(HostEndpoint::plain("cpu1").unwrap()).unwrap();
+    /// assert_eq!(route.label(), "host->cpu1");
+    /// ```
+    pub fn host_to(device: impl DeviceEndpoint) -> Result<Self, HarnessError> {
+        Self::new(Endpoint::host("host")?, Endpoint::new(device))
+    }
+
+    /// A download: from `device` (any adapter, which must
+    /// [`stage`](DeviceEndpoint::stage) inputs) to a plain host endpoint
+    /// named `host`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Route::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{HostEndpoint, Route};
+    ///
+    /// let route = Route::to_host(HostEndpoint::plain("cpu1").unwrap()).unwrap();
+    /// assert_eq!(route.label(), "cpu1->host");
+    /// ```
+    pub fn to_host(device: impl DeviceEndpoint) -> Result<Self, HarnessError> {
+        Self::new(Endpoint::new(device), Endpoint::host("host")?)
+    }
+}
+
 impl DeviceEndpoint for HostEndpoint {
     fn describe(&self) -> DeviceDescription {
         let (placement, storage) = match &self.domain {
