@@ -51,17 +51,22 @@ impl DeviceEndpoint for VendorEndpoint {
         )
     }
 
-    /// The suite's registration helper, over the engine's own capabilities.
+    /// As a destination, the device's own registration, so that the suite
+    /// checks its ingress; as a source (it runs nothing there), the one
+    /// the suite's helper writes.
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
         let device = &self.device;
-        let identity = device.provider_device_identity().clone();
-        let hardware = device.hardware_class().clone();
-        self.describe().registration::<VendorEngine>(
-            role,
-            identity,
-            hardware,
-            device.capabilities(),
-        )
+        match role {
+            EngineRole::Destination => device
+                .registration()
+                .map_err(|e| HarnessError::adapter("the device's registration", e)),
+            EngineRole::Source => self.describe().registration::<VendorEngine>(
+                role,
+                device.provider_device_identity().clone(),
+                device.hardware_class().clone(),
+                device.capabilities(),
+            ),
+        }
     }
 
     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
