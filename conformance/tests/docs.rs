@@ -600,3 +600,57 @@ fn the_fuzzing_page_quotes_the_vendor_fuzz_target_whole() {
         "docs/fuzzing.md's quote of examples/vendor-device/fuzz/fuzz_targets/transfer_contract.rs is not the whole file as it is"
     );
 }
+
+#[test]
+fn the_guide_lists_the_tests_the_macro_makes_for_the_quoted_suite() {
+    let guide = include_str!("../../docs/guide.md");
+    let listing = guide
+        .split_once("$ cargo test --test conformance -- --list\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(body, _)| body)
+        .expect("docs/guide.md shows the macro's --list");
+    let shown: Vec<&str> = listing.lines().collect();
+    // The suite the guide quotes pins level V2 on one route, `upload`.
+    let mut expected = vec![
+        "transfer_conformance_level: test".to_owned(),
+        "transfer_conformance_routes: test".to_owned(),
+    ];
+    let mut rules: Vec<String> = tenferro_transfer_conformance::Level::V2
+        .rules()
+        .iter()
+        .map(|rule| format!("upload::{}: test", rule.test_name()))
+        .collect();
+    rules.sort();
+    expected.extend(rules);
+    assert_eq!(shown, expected, "docs/guide.md's --list is not what the macro makes");
+    assert!(
+        guide.contains("conformance_tests!(level = V2, suite = suite, routes = [upload]);"),
+        "the guide's --list belongs to a V2 suite on route upload"
+    );
+}
+
+#[test]
+fn the_guide_quotes_the_stream_upload_suite_as_it_is() {
+    let guide = include_str!("../../docs/guide.md");
+    let file = include_str!("../../examples/stream-upload/tests/conformance.rs");
+    let start = file.find("use std::sync::Arc;").expect("the example's imports");
+    let end = file
+        .find("routes = [upload]);\n")
+        .map(|at| at + "routes = [upload]);\n".len())
+        .expect("the example's macro call");
+    assert!(
+        guide.contains(&file[start..end]),
+        "docs/guide.md section 2 does not quote examples/stream-upload/tests/conformance.rs as it is:\n{}",
+        &file[start..end]
+    );
+}
+
+#[test]
+fn the_guide_quotes_the_vendor_adapter_whole() {
+    let guide = include_str!("../../docs/guide.md");
+    let adapter = include_str!("../../examples/vendor-device/tests/support/mod.rs");
+    assert!(
+        guide.contains(&format!("```rust\n{adapter}```")),
+        "docs/guide.md section 0 does not quote examples/vendor-device/tests/support/mod.rs whole, as it is"
+    );
+}

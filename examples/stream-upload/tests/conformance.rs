@@ -8,12 +8,16 @@ use tenferro_transfer_conformance::prelude::*;
 
 fn suite() -> ProviderSuite {
     ProviderSuite::new("stream-upload", Level::V2)
+        // A route: its name (tests are named after it), how to build it,
+        // and how to build your provider for it.
         .route("upload", Route::host_to_sim, |route| {
             let Some(device) = route.destination().downcast::<SimDevice>() else {
                 return Err("stream-upload serves a simulated destination".into());
             };
             Ok(Arc::new(StreamUpload::new(device.clone())) as Arc<dyn TransferProvider>)
         })
+        // What you serve. Inside: every rule applies. Just outside each
+        // limit: you must answer with a typed Err (rule `capability-honesty`).
         .capabilities(
             Capabilities::all()
                 .dtypes(SERVED_DTYPES)
