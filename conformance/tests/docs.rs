@@ -622,7 +622,10 @@ fn the_guide_lists_the_tests_the_macro_makes_for_the_quoted_suite() {
         .collect();
     rules.sort();
     expected.extend(rules);
-    assert_eq!(shown, expected, "docs/guide.md's --list is not what the macro makes");
+    assert_eq!(
+        shown, expected,
+        "docs/guide.md's --list is not what the macro makes"
+    );
     assert!(
         guide.contains("conformance_tests!(level = V2, suite = suite, routes = [upload]);"),
         "the guide's --list belongs to a V2 suite on route upload"
@@ -633,7 +636,9 @@ fn the_guide_lists_the_tests_the_macro_makes_for_the_quoted_suite() {
 fn the_guide_quotes_the_stream_upload_suite_as_it_is() {
     let guide = include_str!("../../docs/guide.md");
     let file = include_str!("../../examples/stream-upload/tests/conformance.rs");
-    let start = file.find("use std::sync::Arc;").expect("the example's imports");
+    let start = file
+        .find("use std::sync::Arc;")
+        .expect("the example's imports");
     let end = file
         .find("routes = [upload]);\n")
         .map(|at| at + "routes = [upload]);\n".len())

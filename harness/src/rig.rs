@@ -375,13 +375,15 @@ impl Rig {
             })
         })??;
         let runtime_verdict = ran.verdict;
-        let calls = spy.take();
+        let mut calls = spy.take();
         if calls.is_empty() {
             lost_call(&runtime_verdict, route)?;
         }
+        // Moved, not copied: the input's image is as large as the case, and
+        // the outcome carries it in `input`.
         let after_return = calls
-            .first()
-            .and_then(|call| call.input_after_return.clone());
+            .first_mut()
+            .and_then(|call| call.input_after_return.take());
         let saw_output = calls.first().and_then(|call| call.destination_saw_output);
         let held = match (ran.kept, &runtime_verdict) {
             (Some(output), RuntimeVerdict::Accepted(observed)) => match &observed.bytes {

@@ -505,10 +505,12 @@ impl TransferProvider for Spy {
             }
             _ => None,
         };
-        let effects = |request, result| SpyRecord {
+        // One image of the input, moved into the record (it can be as
+        // large as the case).
+        let effects = move |request, result| SpyRecord {
             request,
             result,
-            input_after_return: input_after_return.clone(),
+            input_after_return,
             destination_saw_output,
         };
         trace::record(TraceEvent::ProviderReturned {
