@@ -463,6 +463,32 @@ impl Endpoint {
         adapter.downcast_ref::<T>()
     }
 
+    /// The adapter as its concrete type `T`, or an error that names the
+    /// endpoint and `T`: a provider factory's `?` in one step.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::InvalidRoute`] when the adapter is not a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{Endpoint, HostEndpoint};
+    ///
+    /// let endpoint = Endpoint::host("cpu0").unwrap();
+    /// assert_eq!(endpoint.try_downcast::<HostEndpoint>().unwrap().name(), "cpu0");
+    /// ```
+    pub fn try_downcast<T: DeviceEndpoint>(&self) -> Result<&T, HarnessError> {
+        self.downcast::<T>()
+            .ok_or_else(|| HarnessError::InvalidRoute {
+                reason: format!(
+                    "endpoint `{}` is not a `{}`",
+                    self.name(),
+                    std::any::type_name::<T>()
+                ),
+            })
+    }
+
     /// The endpoint's name in reports.
     pub fn name(&self) -> &str {
         &self.identity.name

@@ -51,9 +51,8 @@ impl DeviceEndpoint for VendorEndpoint {
         )
     }
 
-    /// As a destination, the device's own registration, so that the suite
-    /// checks its ingress; as a source (it runs nothing there), the one
-    /// the suite's helper writes.
+    // The device's own registration where it consumes the transfer (so the
+    // suite checks its ingress); the suite's helper where it runs nothing.
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
         let device = &self.device;
         match role {
@@ -121,21 +120,13 @@ pub fn download_route() -> Result<Route, HarnessError> {
 pub fn correct_suite() -> ProviderSuite {
     ProviderSuite::new("vendor", LEVEL)
         .route("upload", upload_route, |route| {
-            let device = device_of(route.destination())?;
-            Ok(Arc::new(VendorUpload::new(device)) as Arc<dyn TransferProvider>)
+            let npu = route.destination().try_downcast::<VendorEndpoint>()?;
+            Ok(Arc::new(VendorUpload::new(npu.device.clone())) as Arc<dyn TransferProvider>)
         })
         .route("download", download_route, |route| {
-            let device = device_of(route.source())?;
-            Ok(Arc::new(VendorDownload::new(device)) as Arc<dyn TransferProvider>)
+            let npu = route.source().try_downcast::<VendorEndpoint>()?;
+            Ok(Arc::new(VendorDownload::new(npu.device.clone())) as Arc<dyn TransferProvider>)
         })
         .capabilities(Capabilities::all().max_elements(MAX_ELEMENTS))
         .profile(Profile::Quick)
-}
-
-/// The vendor device behind `endpoint`, for a provider factory.
-pub fn device_of(endpoint: &Endpoint) -> Result<VendorDevice, &'static str> {
-    let vendor = endpoint
-        .downcast::<VendorEndpoint>()
-        .ok_or("not a vendor device")?;
-    Ok(vendor.device.clone())
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use example_vendor_device::{EarlyReturnUpload, MAX_ELEMENTS, VendorDevice, VendorDownload};
 use tenferro_transfer_conformance::adapter::*;
 
-use super::{VendorEndpoint, correct_suite, device_of, download_route, upload_route};
+use super::{VendorEndpoint, correct_suite, download_route, upload_route};
 
 /// The level the crate pins.
 pub const LEVEL: Level = Level::V2;
@@ -108,4 +108,9 @@ pub fn skipped(suite: &ProviderSuite, report: &Report, route: &str) -> Vec<Rule>
         .filter(|(_, verdict)| matches!(verdict, RuleVerdict::Skip(_)))
         .map(|(rule, _)| rule)
         .collect()
+}
+
+/// The vendor device behind `endpoint`, for a provider factory.
+fn device_of(endpoint: &Endpoint) -> Result<VendorDevice, HarnessError> {
+    Ok(endpoint.try_downcast::<VendorEndpoint>()?.device.clone())
 }
