@@ -744,6 +744,11 @@ fn check_agreement(runtime: &RuntimeVerdict, judgement: &mut Judgement) {
         (RuntimeVerdict::Accepted(_), Some(rule)) => {
             Some(format!("the runtime accepted the output, the oracle found a {rule} violation"))
         }
+        // The runtime let an output it checks through (the destination's
+        // registration accepted it) and failed only later, elsewhere.
+        (RuntimeVerdict::Other { message, .. }, Some(rule)) => Some(format!(
+            "the runtime did not refuse the output for its {rule} violation (the destination's registration let it through) and the run failed later: {message}"
+        )),
         (RuntimeVerdict::Other { message, .. }, None)
             // A destination engine may fail on an output whose values
             // cannot be read in full: the run's failure is explained then.
@@ -856,4 +861,37 @@ fn hex_le(image: &[u8]) -> String {
         .rev()
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agreement(runtime: &RuntimeVerdict, broken: Option<Rule>) -> Vec<String> {
+        let mut judgement = Judgement::empty();
+        if let Some(rule) = broken {
+            judgement.violate(rule, "seen by the oracle".to_owned());
+        }
+        check_agreement(runtime, &mut judgement);
+        judgement
+            .violations()
+            .iter()
+            .filter(|violation| violation.rule == Rule::RuntimeAgreement)
+            .map(|violation| violation.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_runtime_that_lets_a_checked_violation_through_and_fails_later_disagrees() {
+        let later = RuntimeVerdict::Other {
+            message: "the engine could not read the output".to_owned(),
+            chain: vec![],
+        };
+        let found = agreement(&later, Some(Rule::Placement));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("did not refuse the output for its placement violation"));
+        // A run that failed with the oracle seeing why (the values could
+        // not be read) is explained, not a disagreement.
+        assert!(agreement(&later, Some(Rule::Values)).is_empty());
+    }
 }
