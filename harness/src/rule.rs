@@ -251,7 +251,7 @@ impl Rule {
                 "The suite stages inputs just outside the declared capabilities (an undeclared dtype, a view when views are not declared, one element more than the declared maximum) and requires the provider to return Err; an Ok is reported with whatever else was wrong with it. Unchecked when the declared capabilities cover every case the suite can draw."
             }
             Rule::RuntimeAgreement => {
-                "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted. The request's event-domain ids must be the snapshot's, and a transfer to a simulated device must launch in its event domain."
+                "The oracle's first violation in the runtime's order must be the variant the runtime returned; no violation must mean the runtime accepted; a violation the runtime let through, failing only later (a destination engine that cannot use the output), is a disagreement too. The request's event-domain ids must be the snapshot's, and a transfer to a simulated device must launch in its event domain."
             }
             Rule::InputIntact => {
                 "The rig reads the input's whole backing storage (a view's gaps too) through the source before the call, again as soon as the provider returns, and again after the output was read and dropped; any changed byte is a violation naming the first changed element. Not checked where the source cannot be read back."
