@@ -494,7 +494,8 @@ impl Endpoint {
         &self.identity.name
     }
 
-    /// The kind of device (see [`DeviceEndpoint::kind`]).
+    /// The kind of device ([`DeviceDescription::kind`]), as
+    /// `TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names it.
     pub fn kind(&self) -> &str {
         &self.identity.kind
     }
@@ -504,11 +505,13 @@ impl Endpoint {
         &self.identity.engine_id
     }
 
-    /// The storage class transfers use on this endpoint.
+    /// The storage class transfers use on this endpoint
+    /// ([`DeviceDescription::storage_class`]).
     ///
     /// # Errors
     ///
-    /// As [`DeviceEndpoint::storage_class`].
+    /// None today: the description holds a checked class; the `Result`
+    /// keeps room for endpoints that resolve it later.
     pub fn storage_class(&self) -> Result<StorageClass, HarnessError> {
         Ok(self.identity.storage_class.clone())
     }

@@ -191,7 +191,7 @@ impl Rig {
     }
 
     /// Keep the runtime's output of every later case alive (up to
-    /// [`HOLD_RECENT`] recent ones, and always the previous output of the
+    /// four recent ones, and always the previous output of the
     /// same dtype and length), and read the held outputs again after each
     /// case (`output-stable`). While outputs are held, `no-leak` is not
     /// judged case by case: memory kept alive on purpose is no leak, and
@@ -238,7 +238,7 @@ impl Rig {
     }
 
     /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
-    /// oldest beyond [`HOLD_RECENT`] but never the latest of a dtype and
+    /// oldest beyond the four most recent but never the latest of a dtype and
     /// length; returns the index of the one just held.
     fn hold(&mut self, case: &Case, output: tenferro_tensor::Tensor, bytes: Vec<u8>) -> usize {
         let key = (case.dtype(), case.len());

@@ -98,10 +98,10 @@ struct DeadlineState {
 /// Until the provider hangs, every case gets the configured deadline. A
 /// case that overruns it is a `deadline` violation. From then on, the
 /// route's later cases get a short deadline derived from the provider's
-/// own successful calls ([`SHORT_FACTOR`] times the slowest, at least a
+/// own successful calls (eight times the slowest, at least a
 /// thirtieth of the configured deadline); a case that overruns the short one was not proven to
 /// hang, so it is not judged: the runner reports it as skipped, naming the
-/// case the provider hung on. After [`MAX_ABANDONED`] calls left hanging,
+/// case the provider hung on. After 32 calls left hanging,
 /// the route's later cases are not run (their threads would pile up).
 ///
 /// A `Duration` converts into a fresh `RouteDeadline`.

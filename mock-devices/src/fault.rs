@@ -35,7 +35,7 @@ impl FaultPlan {
         Self::default()
     }
 
-    /// Allocation number `k` fails with [`DeviceError::OutOfMemory`].
+    /// Allocation number `k` fails with [`DeviceError::OutOfMemory`](crate::DeviceError::OutOfMemory).
     pub fn out_of_memory_at(mut self, k: u64) -> Self {
         self.out_of_memory_at = Some(k);
         self
@@ -43,14 +43,14 @@ impl FaultPlan {
 
     /// After `n` operations (allocations and copies) the device is lost:
     /// every later operation, and every copy still pending, fails with
-    /// [`DeviceError::DeviceLost`].
+    /// [`DeviceError::DeviceLost`](crate::DeviceError::DeviceLost).
     pub fn device_lost_after(mut self, n: u64) -> Self {
         self.lost_after = Some(n);
         self
     }
 
     /// Copy number `k` writes `bytes` bytes, then fails with
-    /// [`DeviceError::CopyFailed`].
+    /// [`DeviceError::CopyFailed`](crate::DeviceError::CopyFailed).
     pub fn copy_error_after(mut self, k: u64, bytes: usize) -> Self {
         self.copy_error = Some((k, bytes));
         self
