@@ -6,11 +6,14 @@
 //! is the deliberately broken one that returns before its copy lands.
 //! The completion check asks the runtime's stream (`cuStreamQuery`) right
 //! after the provider returns. Routes come from [`crate::Route::host_to_cuda`]
-//! and [`crate::Route::cuda_to_host`], which check for a usable device first
-//! and otherwise return a skip ([`crate::HarnessError::Unavailable`]).
+//! and [`crate::Route::cuda_to_host`]; without a usable device they are
+//! built on an absent endpoint, whose gate ([`crate::Route::gate`]) returns
+//! the skip ([`crate::HarnessError::Unavailable`]), or the failure where
+//! the settings require the device.
 //!
-//! This module holds the harness's only unsafe code (two driver calls on the
-//! stream, one pinned allocation for the baseline).
+//! This module holds the harness's only unsafe code: five blocks (the
+//! loader probe for libcuda, three driver calls on the stream, one pinned
+//! allocation for the baseline), each with its `// SAFETY:` note.
 //!
 //! # Examples
 //!
@@ -20,7 +23,7 @@
 //! use tenferro_transfer_harness::{Case, HarnessError, Layout, Oracle, Rig, Route};
 //! use tenferro_tensor::DType;
 //!
-//! match Route::host_to_cuda() {
+//! match Route::host_to_cuda().and_then(|route| route.gate().map(|()| route)) {
 //!     Ok(route) => {
 //!         let device = route.destination().downcast::<CudaEndpoint>().unwrap().clone();
 //!         let mut rig = Rig::new(route.clone(), Arc::new(CudaUpload::new(device))).unwrap();
