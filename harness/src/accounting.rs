@@ -7,8 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use std::thread::ThreadId;
@@ -113,10 +112,21 @@ impl fmt::Display for MemoryGrowth {
 /// Which cases run on a device at a time: a case that ran alone owns every
 /// allocation made on the device while it ran, whatever the thread; one
 /// that overlapped another owns only those of its own thread.
+///
+/// The count of cases in flight and of cases entered change together,
+/// under one lock: read apart, a case entering between another's two
+/// updates could leave both believing they ran alone.
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
-    in_flight: AtomicUsize,
-    entered: AtomicU64,
+    state: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    /// Cases on the device now.
+    in_flight: usize,
+    /// Cases that ever entered.
+    entered: u64,
 }
 
 /// A case's stay on a device ([`Activity::enter`]).
@@ -127,10 +137,18 @@ pub(crate) struct Stay {
 }
 
 impl Activity {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// A case starts on the device.
     pub(crate) fn enter(self: &Arc<Self>) -> Stay {
-        let others_in_flight = self.in_flight.fetch_add(1, Ordering::SeqCst) > 0;
-        let entered_at = self.entered.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut entries = self.entries();
+        let others_in_flight = entries.in_flight > 0;
+        entries.in_flight += 1;
+        entries.entered += 1;
+        let entered_at = entries.entered;
+        drop(entries);
         Stay {
             activity: Arc::clone(self),
             others_in_flight,
@@ -143,13 +161,14 @@ impl Stay {
     /// Whether no other case ran on the device at any time during this
     /// one (none in flight when it started, none started since).
     pub(crate) fn alone(&self) -> bool {
-        !self.others_in_flight && self.activity.entered.load(Ordering::SeqCst) == self.entered_at
+        !self.others_in_flight && self.activity.entries().entered == self.entered_at
     }
 }
 
 impl Drop for Stay {
     fn drop(&mut self) {
-        self.activity.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let mut entries = self.activity.entries();
+        entries.in_flight = entries.in_flight.saturating_sub(1);
     }
 }
 
