@@ -11,15 +11,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use tenferro_runtime::{
-    EngineId, EngineRegistration, ExecutionEngine, InputIngressContract, InputPlacementContract,
-    InputSignatureContract, ResidentOutputContract, RuntimeInputContract, StorageClass,
-    TransferEndpoint,
+    EngineId, EngineRegistration, ExecutionEngine, StorageClass, TransferEndpoint,
 };
 use tenferro_tensor::{Tensor, TensorRead};
 
+use crate::absent::AbsentDevice;
 use crate::accounting::{Activity, Stay};
 use crate::{
-    AllocationLedger, Case, CompletionState, HarnessError, MemoryInUse, PlacementRule, StorageRule,
+    AllocationLedger, Case, CompletionState, DeviceDescription, HarnessError, MemoryInUse,
+    PlacementRule, StorageRule,
 };
 
 /// What an engine does in a rig: the source only holds the input, so the
@@ -66,67 +66,6 @@ pub enum ReadBack {
         /// What failed.
         reason: String,
     },
-}
-
-/// What a device is, as the suite sees it: its name and kind, the
-/// identities the runtime knows its engine by, and what a correct output
-/// on it looks like. What [`DeviceEndpoint::describe`] returns.
-///
-/// # Examples
-///
-/// ```
-/// use tenferro_runtime::{EngineId, StorageClass};
-/// use tenferro_transfer_harness::{DeviceDescription, PlacementRule, StorageRule};
-///
-/// let description = DeviceDescription::new(
-///     "my-cpu",
-///     "my-cpu",
-///     EngineId::new("my-vendor.cpu.v1").unwrap(),
-///     StorageClass::new("tenferro-cpu.host.v1").unwrap(),
-///     PlacementRule::Host,
-///     StorageRule::PlainHost,
-/// );
-/// assert_eq!(description.name, "my-cpu");
-/// ```
-#[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub struct DeviceDescription {
-    /// The endpoint's name in reports (`host`, `sim0`, `cuda0`, `npu0`).
-    pub name: String,
-    /// The kind of device, for [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV)
-    /// (`host`, `sim`, `cuda`, or your own).
-    pub kind: String,
-    /// The engine id the runtime knows the device's engine by; it must
-    /// differ from the other side's.
-    pub engine_id: EngineId,
-    /// The storage class transfers use on the device.
-    pub storage_class: StorageClass,
-    /// The placement a correct output on the device has.
-    pub placement: PlacementRule,
-    /// The storage (backend family, allocation domain) a correct output on
-    /// the device has.
-    pub storage: StorageRule,
-}
-
-impl DeviceDescription {
-    /// A description from its parts.
-    pub fn new(
-        name: impl Into<String>,
-        kind: impl Into<String>,
-        engine_id: EngineId,
-        storage_class: StorageClass,
-        placement: PlacementRule,
-        storage: StorageRule,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            kind: kind.into(),
-            engine_id,
-            storage_class,
-            placement,
-            storage,
-        }
-    }
 }
 
 /// A device as the harness sees it: one adapter per kind of device.
@@ -208,7 +147,7 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// that the program's op cannot run on it; as a
     /// [`EngineRole::Destination`] it must run an identity reshape and
     /// refuse the raw input (its runtime-input contract), so the input must
-    /// move through the provider. [`declared_ingress`] builds an ingress
+    /// move through the provider. [`declared_ingress`](crate::declared_ingress) builds an ingress
     /// contract from the description's rules.
     ///
     /// # Errors
@@ -316,38 +255,6 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     fn launches_in_own_domain(&self) -> bool {
         false
     }
-}
-
-/// Ingress of an engine assembled from an endpoint's rules: its placement
-/// rule for placement, and its storage rule for signature, runtime input
-/// and residency. A destination that must refuse the raw input (so the
-/// input moves through the provider) passes `accept_raw_input = false`.
-pub fn declared_ingress(
-    storage: StorageClass,
-    placement: PlacementRule,
-    rule: StorageRule,
-    accept_raw_input: bool,
-) -> InputIngressContract {
-    let (s1, s2, s3, s4) = (storage.clone(), storage.clone(), storage.clone(), storage);
-    let (p1, p2, p3) = (placement.clone(), placement.clone(), placement);
-    let (r1, r2, r3) = (rule.clone(), rule.clone(), rule);
-    InputIngressContract::new(
-        InputPlacementContract::new(move |placement, candidate| {
-            candidate == &s1 && p1.accepts(placement)
-        }),
-        InputSignatureContract::new(move |placement, family, domain, candidate| {
-            candidate == &s2 && p2.accepts(placement) && r1.accepts(family, domain)
-        }),
-        RuntimeInputContract::new(move |input: &TensorRead<'_>, candidate| {
-            accept_raw_input
-                && candidate == &s3
-                && p3.accepts(input.placement())
-                && r2.accepts(input.backend_family(), input.allocation_domain())
-        }),
-        ResidentOutputContract::new(move |input: &TensorRead<'_>, candidate| {
-            candidate == &s4 && r3.accepts(input.backend_family(), input.allocation_domain())
-        }),
-    )
 }
 
 /// Stage `case` on a device that takes plain host tensors into its memory:
@@ -675,59 +582,5 @@ impl Endpoint {
                 HarnessError::config("an absent device's storage class", source.into())
             })?,
         }))
-    }
-}
-
-/// Whether the settings require a device of `kind` (`all`, or
-/// [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) naming it; `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`
-/// for `cuda`). A setting the suite does not know counts as requiring
-/// nothing here; the run that reads the settings reports it.
-pub fn device_required(kind: &str) -> bool {
-    crate::Settings::current().is_ok_and(|settings| settings.require_devices.requires(kind))
-}
-
-/// A device that is not here ([`Endpoint::absent`]): it is never opened,
-/// registered or staged on, because its routes stop at the gate.
-#[derive(Debug)]
-struct AbsentDevice {
-    name: String,
-    kind: String,
-    reason: String,
-    id: EngineId,
-    class: StorageClass,
-}
-
-impl AbsentDevice {
-    fn absent(&self) -> HarnessError {
-        HarnessError::Unavailable {
-            reason: format!("{}: {}", self.name, self.reason),
-        }
-    }
-}
-
-impl DeviceEndpoint for AbsentDevice {
-    fn describe(&self) -> DeviceDescription {
-        DeviceDescription::new(
-            self.name.clone(),
-            self.kind.clone(),
-            self.id.clone(),
-            self.class.clone(),
-            PlacementRule::Host,
-            StorageRule::PlainHost,
-        )
-    }
-
-    fn registration(&self, _role: EngineRole) -> Result<EngineRegistration, HarnessError> {
-        Err(self.absent())
-    }
-
-    fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
-        Err(self.absent())
-    }
-
-    fn availability(&self) -> Availability {
-        Availability::Unavailable {
-            reason: self.reason.clone(),
-        }
     }
 }

@@ -20,6 +20,7 @@
 //! assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
 //! ```
 
+mod absent;
 mod accounting;
 mod adapters;
 #[cfg(feature = "arbitrary")]
@@ -30,6 +31,7 @@ mod compact;
 mod completion;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod description;
 mod device_error;
 mod effects;
 mod element;
@@ -39,6 +41,8 @@ mod gate;
 pub mod hold;
 mod honesty;
 mod host;
+mod image_diff;
+mod judgement;
 mod ledger;
 mod oracle;
 mod outcome;
@@ -54,6 +58,7 @@ pub mod strategy;
 pub mod trace;
 mod watchdog;
 
+pub use absent::device_required;
 pub use accounting::{Leak, MemoryGrowth, MemoryInUse, PhaseMemory};
 pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain};
 #[cfg(feature = "arbitrary")]
@@ -63,25 +68,24 @@ pub use compact::{
     compact_strides, gather, is_compact, read_compact, read_view, strided_positions,
 };
 pub use completion::CompletionState;
+pub use description::DeviceDescription;
 pub use device_error::DeviceError;
 pub use effects::{ChangedOutput, HeldOutputs, InputReads};
 pub use element::{Element, PRESET_DTYPES, element_width};
-pub use endpoint::{
-    Availability, DeviceDescription, DeviceEndpoint, Endpoint, EngineRole, ReadBack,
-    declared_ingress, device_required, stage_via_host,
-};
+pub use endpoint::{Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, stage_via_host};
 pub use error::{HarnessError, describe_error};
 pub use gate::{announce_skip, cuda_required, cuda_unavailable_reason, route_or_skip};
 pub use honesty::{
     CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
 };
 pub use host::HostProvider;
+pub use judgement::{Judgement, Unchecked, Violation};
 pub use ledger::{Allocation, AllocationLedger};
-pub use oracle::{INSIDE_CAPABILITIES, Judgement, Oracle, Unchecked, Violation, abandoned_reason};
+pub use oracle::{INSIDE_CAPABILITIES, Oracle, abandoned_reason};
 pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
-pub use registration::reshape_only;
+pub use registration::{declared_ingress, reshape_only};
 pub use rig::Rig;
 pub use route::{PlacementRule, Route, StorageRule};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};

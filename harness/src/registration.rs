@@ -11,13 +11,15 @@ use std::sync::Arc;
 use tenferro_runtime::{
     CoreCapabilityBundle, CorePrepareContext, ElementwisePrepareRequest, ElementwiseRuntime,
     EngineRegistration, EngineRegistrationMetadata, ExecutableEngineRegistrationConfig,
-    ExecutionContextIdentity, ExecutionEngine, HardwareClassId, LayoutPrepareRequest,
-    LayoutRuntime, PrepareCapability, PrepareError, PreparedOperation, PreparedOperationBinding,
-    PreparedOperationPlan, ProviderDeviceIdentity, SpecializationProjection,
-    assemble_executable_engine_registration,
+    ExecutionContextIdentity, ExecutionEngine, HardwareClassId, InputIngressContract,
+    InputPlacementContract, InputSignatureContract, LayoutPrepareRequest, LayoutRuntime,
+    PrepareCapability, PrepareError, PreparedOperation, PreparedOperationBinding,
+    PreparedOperationPlan, ProviderDeviceIdentity, ResidentOutputContract, RuntimeInputContract,
+    SpecializationProjection, StorageClass, assemble_executable_engine_registration,
 };
+use tenferro_tensor::TensorRead;
 
-use crate::{DeviceDescription, EngineRole, HarnessError, declared_ingress};
+use crate::{DeviceDescription, EngineRole, HarnessError, PlacementRule, StorageRule};
 
 impl DeviceDescription {
     /// The runtime registration of the engine `E` of this device in `role`:
@@ -173,4 +175,36 @@ impl LayoutRuntime for MetadataPreparer {
     ) -> Result<PrepareCapability, PrepareError> {
         Ok(metadata_plan(request.context()))
     }
+}
+
+/// Ingress of an engine assembled from an endpoint's rules: its placement
+/// rule for placement, and its storage rule for signature, runtime input
+/// and residency. A destination that must refuse the raw input (so the
+/// input moves through the provider) passes `accept_raw_input = false`.
+pub fn declared_ingress(
+    storage: StorageClass,
+    placement: PlacementRule,
+    rule: StorageRule,
+    accept_raw_input: bool,
+) -> InputIngressContract {
+    let (s1, s2, s3, s4) = (storage.clone(), storage.clone(), storage.clone(), storage);
+    let (p1, p2, p3) = (placement.clone(), placement.clone(), placement);
+    let (r1, r2, r3) = (rule.clone(), rule.clone(), rule);
+    InputIngressContract::new(
+        InputPlacementContract::new(move |placement, candidate| {
+            candidate == &s1 && p1.accepts(placement)
+        }),
+        InputSignatureContract::new(move |placement, family, domain, candidate| {
+            candidate == &s2 && p2.accepts(placement) && r1.accepts(family, domain)
+        }),
+        RuntimeInputContract::new(move |input: &TensorRead<'_>, candidate| {
+            accept_raw_input
+                && candidate == &s3
+                && p3.accepts(input.placement())
+                && r2.accepts(input.backend_family(), input.allocation_domain())
+        }),
+        ResidentOutputContract::new(move |input: &TensorRead<'_>, candidate| {
+            candidate == &s4 && r3.accepts(input.backend_family(), input.allocation_domain())
+        }),
+    )
 }

@@ -16,7 +16,7 @@ use tenferro_tensor::{DType, TensorRead};
 
 use crate::accounting::{CaseOnEndpoint, Sample, combine, judge_endpoint};
 use crate::effects::{output_image, read_backing};
-use crate::oracle::compare_images;
+use crate::image_diff::compare_images;
 use crate::spy::panic_message;
 use crate::stage::with_input;
 use crate::{
