@@ -1,10 +1,13 @@
-//! The documentation keeps up with the code.
+//! The documentation keeps up with the code. The pages that quote the
+//! adapter API, the settings and the manifests are checked in `adapter.rs`.
+
+mod adapter;
 
 use tenferro_transfer_conformance::harness::Rule;
 
 #[test]
 fn the_contract_page_states_every_rule_as_the_catalogue_does() {
-    let page = include_str!("../../docs/contract.md");
+    let page = include_str!("../../../docs/contract.md");
     for rule in Rule::ALL {
         let row = format!(
             "| `{}` | {} | {} | {} |",
@@ -22,14 +25,14 @@ fn the_contract_page_states_every_rule_as_the_catalogue_does() {
 
 #[test]
 fn the_readme_shows_both_commands() {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../../README.md");
     assert!(readme.contains("cargo run --release"));
     assert!(readme.contains("cargo test --workspace"));
 }
 
 #[test]
 fn the_contract_page_quotes_each_example_violation_from_its_snapshot() {
-    let page = include_str!("../../docs/contract.md");
+    let page = include_str!("../../../docs/contract.md");
     let examples = page
         .split("## Example violations")
         .nth(1)
@@ -63,7 +66,7 @@ fn the_contract_page_quotes_each_example_violation_from_its_snapshot() {
 /// The libFuzzer flags `.ci/fuzz-smoke` passes (the words after `--` on the
 /// `fuzz run` command).
 fn fuzz_smoke_flags() -> Vec<String> {
-    let script = include_str!("../../.ci/fuzz-smoke");
+    let script = include_str!("../../../.ci/fuzz-smoke");
     let run = script
         .split_once("fuzz run ")
         .expect(".ci/fuzz-smoke runs cargo fuzz run")
@@ -88,7 +91,7 @@ fn the_fuzzing_page_says_what_fails_the_smoke_run_as_the_script_runs_it() {
         flags.iter().any(|flag| flag.starts_with("-timeout=")),
         "{flags:?}"
     );
-    let page = include_str!("../../docs/fuzzing.md");
+    let page = include_str!("../../../docs/fuzzing.md");
     let ci = page
         .split_once("\n## CI\n")
         .expect("docs/fuzzing.md has a CI section")
@@ -105,7 +108,7 @@ fn the_fuzzing_page_says_what_fails_the_smoke_run_as_the_script_runs_it() {
         );
     }
     let leaks_off = flags.iter().any(|flag| flag == "-detect_leaks=0");
-    let header = include_str!("../../.ci/fuzz-smoke")
+    let header = include_str!("../../../.ci/fuzz-smoke")
         .split("\nset -euo pipefail")
         .next()
         .unwrap();
@@ -121,7 +124,7 @@ fn the_fuzzing_page_says_what_fails_the_smoke_run_as_the_script_runs_it() {
 
 #[test]
 fn the_ci_script_lists_every_step_in_its_header() {
-    let script = include_str!("../../.ci/run");
+    let script = include_str!("../../../.ci/run");
     let steps: Vec<&str> = script
         .lines()
         .filter_map(|line| line.strip_prefix("step \""))
@@ -142,7 +145,7 @@ fn the_ci_script_lists_every_step_in_its_header() {
 
 #[test]
 fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
-    let guide = include_str!("../../docs/guide.md");
+    let guide = include_str!("../../../docs/guide.md");
     let command = guide
         .lines()
         .find_map(|line| {
@@ -151,7 +154,7 @@ fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
         })
         .map(|rest| format!("cargo test {rest}"))
         .expect("the guide shows the buggy example's command");
-    let script = include_str!("../../.ci/run");
+    let script = include_str!("../../../.ci/run");
     assert!(
         script
             .lines()
@@ -163,30 +166,36 @@ fn the_guide_shows_the_buggy_example_with_the_command_ci_runs() {
 #[test]
 fn no_page_names_a_path_of_one_machine() {
     for (page, text) in [
-        ("README.md", include_str!("../../README.md")),
+        ("README.md", include_str!("../../../README.md")),
         (
             "docs/architecture.md",
-            include_str!("../../docs/architecture.md"),
+            include_str!("../../../docs/architecture.md"),
         ),
-        ("docs/contract.md", include_str!("../../docs/contract.md")),
-        ("docs/cuda.md", include_str!("../../docs/cuda.md")),
-        ("docs/fuzzing.md", include_str!("../../docs/fuzzing.md")),
-        ("docs/guide.md", include_str!("../../docs/guide.md")),
+        (
+            "docs/contract.md",
+            include_str!("../../../docs/contract.md"),
+        ),
+        ("docs/cuda.md", include_str!("../../../docs/cuda.md")),
+        ("docs/fuzzing.md", include_str!("../../../docs/fuzzing.md")),
+        ("docs/guide.md", include_str!("../../../docs/guide.md")),
         (
             "docs/performance.md",
-            include_str!("../../docs/performance.md"),
+            include_str!("../../../docs/performance.md"),
         ),
         (
             "docs/report-format.md",
-            include_str!("../../docs/report-format.md"),
+            include_str!("../../../docs/report-format.md"),
         ),
-        ("CHANGELOG.md", include_str!("../../CHANGELOG.md")),
-        ("conformance/README.md", include_str!("../README.md")),
-        ("cli/README.md", include_str!("../../cli/README.md")),
-        ("harness/README.md", include_str!("../../harness/README.md")),
+        ("CHANGELOG.md", include_str!("../../../CHANGELOG.md")),
+        ("conformance/README.md", include_str!("../../README.md")),
+        ("cli/README.md", include_str!("../../../cli/README.md")),
+        (
+            "harness/README.md",
+            include_str!("../../../harness/README.md"),
+        ),
         (
             "mock-devices/README.md",
-            include_str!("../../mock-devices/README.md"),
+            include_str!("../../../mock-devices/README.md"),
         ),
     ] {
         for path in ["/root/", "/home/", "/Users/"] {
@@ -203,9 +212,9 @@ fn the_docs_name_the_examples_in_repository_dependencies() {
     // Each in-repository dependency of an example crate, by manifest section.
     let mut found = Vec::new();
     for manifest in [
-        include_str!("../../examples/stream-upload/Cargo.toml"),
-        include_str!("../../examples/buggy-upload/Cargo.toml"),
-        include_str!("../../examples/cuda-vendor/Cargo.toml"),
+        include_str!("../../../examples/stream-upload/Cargo.toml"),
+        include_str!("../../../examples/buggy-upload/Cargo.toml"),
+        include_str!("../../../examples/cuda-vendor/Cargo.toml"),
     ] {
         let mut section = "";
         for line in manifest.lines() {
@@ -236,8 +245,8 @@ fn the_docs_name_the_examples_in_repository_dependencies() {
         ]
     );
     for (page, text) in [
-        ("README.md", include_str!("../../README.md")),
-        ("docs/guide.md", include_str!("../../docs/guide.md")),
+        ("README.md", include_str!("../../../README.md")),
+        ("docs/guide.md", include_str!("../../../docs/guide.md")),
     ] {
         assert!(!text.contains("exactly as a third party"), "{page}");
         assert!(
@@ -252,7 +261,7 @@ fn the_vendor_device_example_takes_only_the_suite_and_as_a_dev_dependency() {
     // examples/vendor-device brings a device of its own: no simulated
     // device anywhere in its manifest, and the suite only in
     // [dev-dependencies], exactly as a third party adds it.
-    let manifest = include_str!("../../examples/vendor-device/Cargo.toml");
+    let manifest = include_str!("../../../examples/vendor-device/Cargo.toml");
     assert!(!manifest.contains("tenferro-mock-devices"));
     assert!(!manifest.contains("tenferro-transfer-harness"));
     let mut section = "";
@@ -268,7 +277,7 @@ fn the_vendor_device_example_takes_only_the_suite_and_as_a_dev_dependency() {
         in_repository,
         [("[dev-dependencies]", "tenferro-transfer-conformance")]
     );
-    let guide = include_str!("../../docs/guide.md");
+    let guide = include_str!("../../../docs/guide.md");
     assert!(
         guide.contains("examples/vendor-device"),
         "docs/guide.md does not lead with the vendor-device example"
@@ -277,7 +286,7 @@ fn the_vendor_device_example_takes_only_the_suite_and_as_a_dev_dependency() {
 
 #[test]
 fn the_cuda_page_quotes_the_skip_reason_the_code_gives() {
-    let page = include_str!("../../docs/cuda.md");
+    let page = include_str!("../../../docs/cuda.md");
     let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
         return; // a usable GPU: nothing is skipped
     };
@@ -318,7 +327,7 @@ fn thousands(n: usize) -> String {
 
 #[test]
 fn the_guide_says_when_the_large_and_the_oversize_cases_exist() {
-    let guide = include_str!("../../docs/guide.md");
+    let guide = include_str!("../../../docs/guide.md");
     let large = format!(
         "declared maximum is at least {} elements",
         thousands(tenferro_transfer_conformance::LARGE_ELEMENTS)
@@ -342,7 +351,7 @@ fn the_guide_says_when_the_large_and_the_oversize_cases_exist() {
 
 /// Section 8 of the guide, the CUDA provider.
 fn guide_cuda_section() -> &'static str {
-    include_str!("../../docs/guide.md")
+    include_str!("../../../docs/guide.md")
         .split_once("\n## 8. A CUDA provider")
         .expect("docs/guide.md has section 8, the CUDA provider")
         .1
@@ -355,12 +364,12 @@ fn the_guide_quotes_the_cuda_example_files_in_full() {
         (
             "examples/cuda-vendor/Cargo.toml",
             "toml",
-            include_str!("../../examples/cuda-vendor/Cargo.toml"),
+            include_str!("../../../examples/cuda-vendor/Cargo.toml"),
         ),
         (
             "examples/cuda-vendor/tests/conformance.rs",
             "rust",
-            include_str!("../../examples/cuda-vendor/tests/conformance.rs"),
+            include_str!("../../../examples/cuda-vendor/tests/conformance.rs"),
         ),
     ] {
         assert!(
@@ -374,8 +383,8 @@ fn the_guide_quotes_the_cuda_example_files_in_full() {
 fn the_guide_shows_the_cuda_example_commands_the_scripts_run() {
     // gpu-check.sh runs the same commands in a release build.
     let scripts = [
-        include_str!("../../.ci/run"),
-        include_str!("../../scripts/gpu-check.sh"),
+        include_str!("../../../.ci/run"),
+        include_str!("../../../scripts/gpu-check.sh"),
     ]
     .map(|script| script.replace("cargo test --release ", "cargo test "));
     let mut shown = 0;
@@ -410,12 +419,12 @@ fn fenced<'a>(text: &'a str, fence: &str) -> Vec<&'a str> {
 fn the_crate_readme_shows_the_root_readmes_provider_crate_snippet() {
     // crates.io shows conformance/README.md: its dev-dependency and test
     // file are the root README's "In your provider crate", word for word.
-    let root = include_str!("../../README.md")
+    let root = include_str!("../../../README.md")
         .split_once("\n## In your provider crate\n")
         .expect("README.md has the provider-crate section")
         .1;
     let root = root.split("\n## ").next().unwrap_or(root);
-    let krate = include_str!("../README.md");
+    let krate = include_str!("../../README.md");
     for fence in ["toml", "rust"] {
         let expected = fenced(root, fence)[0];
         assert!(
@@ -427,235 +436,16 @@ fn the_crate_readme_shows_the_root_readmes_provider_crate_snippet() {
 
 #[test]
 fn level_points_to_the_changelog_that_names_its_policy() {
-    let level = include_str!("../src/level.rs");
+    let level = include_str!("../../src/level.rs");
     assert!(
         level.contains("`CHANGELOG.md`"),
         "Level's policy does not name CHANGELOG.md"
     );
-    let changelog = include_str!("../../CHANGELOG.md");
+    let changelog = include_str!("../../../CHANGELOG.md");
     for words in ["Stricter checks", "`Level`", "## 0.1.0"] {
         assert!(
             changelog.contains(words),
             "CHANGELOG.md does not say {words}"
         );
     }
-}
-
-/// The `[profile...]` sections of a TOML file, without comments or blank
-/// lines.
-fn profile_sections(toml: &str) -> Vec<&str> {
-    let mut in_profile = false;
-    let mut lines = Vec::new();
-    for line in toml.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_profile = line.starts_with("[profile.");
-        }
-        if in_profile && !line.is_empty() && !line.starts_with('#') {
-            lines.push(line);
-        }
-    }
-    lines
-}
-
-#[test]
-fn the_package_check_builds_with_the_workspace_profiles() {
-    // `cargo package` verifies each crate outside the workspace, where the
-    // root manifest's profiles do not apply; .ci/run passes them again
-    // with `--config .ci/package.toml`.
-    let workspace = profile_sections(include_str!("../../Cargo.toml"));
-    assert!(!workspace.is_empty(), "Cargo.toml has no [profile] section");
-    assert_eq!(
-        profile_sections(include_str!("../../.ci/package.toml")),
-        workspace,
-        ".ci/package.toml's profiles differ from Cargo.toml's"
-    );
-    assert!(
-        include_str!("../../.ci/run")
-            .contains("cargo package --workspace --exclude 'example-*' --config .ci/package.toml"),
-        ".ci/run does not package with .ci/package.toml"
-    );
-}
-
-/// docs/settings.md lists every setting the suite reads, as the code's one
-/// table (`settings::SETTINGS`) says it.
-#[test]
-fn the_settings_page_is_the_settings_table() {
-    use tenferro_transfer_conformance::harness::settings::SETTINGS;
-    let page = include_str!("../../docs/settings.md");
-    let mut table = String::from("| variable | takes | default | effect |\n|---|---|---|---|\n");
-    for setting in SETTINGS {
-        table.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
-            setting.name, setting.values, setting.default, setting.effect
-        ));
-    }
-    assert!(
-        page.contains(&table),
-        "docs/settings.md does not hold the settings table; it should read:\n{table}"
-    );
-}
-
-#[test]
-fn install_lines_match_whether_the_crate_is_published() {
-    // While CHANGELOG.md says 0.1.0 is not published, no document tells a
-    // reader to depend on it from crates.io or to `cargo install` it by
-    // name: those lines would fail for everyone who pastes them.
-    let changelog = include_str!("../../CHANGELOG.md");
-    if !changelog.contains("## 0.1.0 (not yet published)") {
-        return;
-    }
-    let documents = [
-        ("README.md", include_str!("../../README.md")),
-        ("conformance/README.md", include_str!("../README.md")),
-        ("cli/README.md", include_str!("../../cli/README.md")),
-        ("docs/guide.md", include_str!("../../docs/guide.md")),
-    ];
-    for (name, text) in documents {
-        for line in text.lines() {
-            let line = line.trim();
-            assert!(
-                !line.starts_with("tenferro-transfer-conformance = \"0.1\""),
-                "{name} depends on the unpublished crate from crates.io: {line}"
-            );
-            assert!(
-                !line.starts_with("cargo install tenferro-transfer-conformance"),
-                "{name} installs the unpublished CLI by name: {line}"
-            );
-        }
-    }
-}
-
-/// The methods of `DeviceEndpoint`, read from its source.
-fn adapter_trait_methods() -> Vec<String> {
-    let source = include_str!("../../harness/src/endpoint.rs");
-    let body = source
-        .split_once("pub trait DeviceEndpoint")
-        .expect("endpoint.rs declares DeviceEndpoint")
-        .1;
-    // The trait ends at the first closing brace at the start of a line.
-    let body = body.split("\n}\n").next().unwrap_or(body);
-    body.lines()
-        .filter_map(|line| line.trim().strip_prefix("fn "))
-        .map(|rest| {
-            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .next()
-                .unwrap_or(rest)
-                .to_owned()
-        })
-        .collect()
-}
-
-#[test]
-fn the_architecture_page_lists_every_adapter_method_and_no_other() {
-    let methods = adapter_trait_methods();
-    assert!(methods.len() >= 10, "read {methods:?} from endpoint.rs");
-    let page = include_str!("../../docs/architecture.md");
-    let listed: Vec<String> = page
-        .lines()
-        .filter_map(|line| line.strip_prefix("| `"))
-        .map(|rest| {
-            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .next()
-                .unwrap_or(rest)
-                .to_owned()
-        })
-        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
-        .collect();
-    for method in &methods {
-        assert!(
-            listed.contains(method),
-            "docs/architecture.md's adapter table does not list `{method}`"
-        );
-    }
-    // Rows of the table that name a method the trait no longer has.
-    let table = page
-        .split_once("| `describe`")
-        .expect("docs/architecture.md has the adapter method table")
-        .1;
-    let table = table.split("\n\n").next().unwrap_or(table);
-    for row in table.lines().filter_map(|line| line.strip_prefix("| `")) {
-        let name: String = row
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        assert!(
-            methods.contains(&name),
-            "docs/architecture.md's adapter table lists `{name}`, which DeviceEndpoint does not have"
-        );
-    }
-}
-
-#[test]
-fn the_fuzzing_page_quotes_the_vendor_fuzz_target_whole() {
-    let page = include_str!("../../docs/fuzzing.md");
-    let target =
-        include_str!("../../examples/vendor-device/fuzz/fuzz_targets/transfer_contract.rs");
-    let quoted = page
-        .split_once("its whole target:\n\n```rust\n")
-        .and_then(|(_, rest)| rest.split_once("```"))
-        .map(|(body, _)| body)
-        .expect("docs/fuzzing.md quotes the vendor's fuzz target");
-    assert_eq!(
-        quoted, target,
-        "docs/fuzzing.md's quote of examples/vendor-device/fuzz/fuzz_targets/transfer_contract.rs is not the whole file as it is"
-    );
-}
-
-#[test]
-fn the_guide_lists_the_tests_the_macro_makes_for_the_quoted_suite() {
-    let guide = include_str!("../../docs/guide.md");
-    let listing = guide
-        .split_once("$ cargo test --test conformance -- --list\n")
-        .and_then(|(_, rest)| rest.split_once("```"))
-        .map(|(body, _)| body)
-        .expect("docs/guide.md shows the macro's --list");
-    let shown: Vec<&str> = listing.lines().collect();
-    // The suite the guide quotes pins level V2 on one route, `upload`.
-    let mut expected = vec![
-        "transfer_conformance_level: test".to_owned(),
-        "transfer_conformance_routes: test".to_owned(),
-    ];
-    let mut rules: Vec<String> = tenferro_transfer_conformance::Level::V2
-        .rules()
-        .iter()
-        .map(|rule| format!("upload::{}: test", rule.test_name()))
-        .collect();
-    rules.sort();
-    expected.extend(rules);
-    assert_eq!(
-        shown, expected,
-        "docs/guide.md's --list is not what the macro makes"
-    );
-    assert!(
-        guide.contains("conformance_tests!(level = V2, suite = suite, routes = [upload]);"),
-        "the guide's --list belongs to a V2 suite on route upload"
-    );
-}
-
-#[test]
-fn the_guide_quotes_the_stream_upload_suite_as_it_is() {
-    let guide = include_str!("../../docs/guide.md");
-    let file = include_str!("../../examples/stream-upload/tests/conformance.rs");
-    let start = file
-        .find("use std::sync::Arc;")
-        .expect("the example's imports");
-    let end = file
-        .find("routes = [upload]);\n")
-        .map(|at| at + "routes = [upload]);\n".len())
-        .expect("the example's macro call");
-    assert!(
-        guide.contains(&file[start..end]),
-        "docs/guide.md section 2 does not quote examples/stream-upload/tests/conformance.rs as it is:\n{}",
-        &file[start..end]
-    );
-}
-
-#[test]
-fn the_guide_quotes_the_vendor_adapter_whole() {
-    let guide = include_str!("../../docs/guide.md");
-    let adapter = include_str!("../../examples/vendor-device/tests/support/mod.rs");
-    assert!(
-        guide.contains(&format!("```rust\n{adapter}```")),
-        "docs/guide.md section 0 does not quote examples/vendor-device/tests/support/mod.rs whole, as it is"
-    );
 }
