@@ -344,6 +344,9 @@ pub struct Watchdog {
     provider: Arc<dyn TransferProvider>,
     deadline: RouteDeadline,
     worker: Option<Worker>,
+    /// The rig of a watchdog that runs its cases on the calling thread
+    /// ([`Watchdog::inline`]); `None`: cases run on the worker.
+    inline: Option<Box<Rig>>,
     lost_workers: usize,
     /// Whether the worker holds outputs ([`Watchdog::keep_outputs`]).
     keeping: bool,
@@ -379,6 +382,44 @@ impl Watchdog {
             provider,
             deadline: deadline.into(),
             worker: Some(worker),
+            inline: None,
+            lost_workers: 0,
+            keeping: false,
+        })
+    }
+
+    /// A watchdog that runs every case on the calling thread, with no
+    /// deadline and no hand-off to a worker: for a caller that bounds the
+    /// time itself (libFuzzer's `-timeout`, say) and runs providers that
+    /// cannot hang. A hang there blocks the caller; a panic is still
+    /// caught and judged, as in [`Rig::run`].
+    ///
+    /// The fuzz targets run their fault-free and non-hanging inputs this
+    /// way: two thread wake-ups a case were a fifth of an input's time.
+    ///
+    /// # Errors
+    ///
+    /// The rig's setup error when the runtime cannot be built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Route, Watchdog};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut watchdog = Watchdog::inline(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &watchdog.run(&case).unwrap()).passed());
+    /// ```
+    pub fn inline(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
+        let rig = Rig::new(route.clone(), Arc::clone(&provider))?;
+        Ok(Self {
+            route,
+            provider,
+            deadline: RouteDeadline::new(DEFAULT_DEADLINE),
+            worker: None,
+            inline: Some(Box::new(rig)),
             lost_workers: 0,
             keeping: false,
         })
@@ -408,6 +449,9 @@ impl Watchdog {
     /// ([`Rig::keep_outputs`]).
     pub fn keep_outputs(&mut self, keep: bool) {
         self.keeping = keep;
+        if let Some(rig) = &mut self.inline {
+            rig.keep_outputs(keep);
+        }
         if let Some(worker) = &self.worker {
             let _ = worker.jobs.send(Job::Keep(keep));
         }
@@ -422,6 +466,9 @@ impl Watchdog {
     /// [`HarnessError::WorkerDied`] when the worker does not answer within
     /// the deadline.
     pub fn release_outputs(&mut self) -> Result<crate::HeldOutputs, HarnessError> {
+        if let Some(rig) = &mut self.inline {
+            return Ok(rig.release_outputs());
+        }
         let Some(worker) = &self.worker else {
             return Ok(crate::HeldOutputs::default());
         };
@@ -441,6 +488,9 @@ impl Watchdog {
     ///
     /// As [`Rig::run`], or a worker that could not be started or died.
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        if let Some(rig) = &mut self.inline {
+            return rig.run(case);
+        }
         if let Some(reason) = self.deadline.exhausted() {
             return Err(HarnessError::Unavailable { reason });
         }
@@ -558,5 +608,56 @@ impl Watchdog {
             ),
             held: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::thread::ThreadId;
+
+    use tenferro_runtime::TransferRequest;
+    use tenferro_tensor::Tensor;
+
+    use super::*;
+    use crate::{HostProvider, Oracle};
+
+    /// The host copy, remembering the thread of its last call.
+    #[derive(Debug, Default)]
+    struct RemembersThread(Mutex<Option<ThreadId>>);
+
+    impl TransferProvider for RemembersThread {
+        fn transfer_blocking(
+            &self,
+            request: TransferRequest<'_>,
+        ) -> tenferro_runtime::Result<Tensor> {
+            *self.0.lock().unwrap() = Some(std::thread::current().id());
+            HostProvider::new().transfer_blocking(request)
+        }
+    }
+
+    fn thread_of_call(inline: bool) -> ThreadId {
+        let route = Route::host_to_host().unwrap();
+        let provider = Arc::new(RemembersThread::default());
+        let shared = Arc::clone(&provider) as Arc<dyn TransferProvider>;
+        let mut watchdog = if inline {
+            Watchdog::inline(route.clone(), shared).unwrap()
+        } else {
+            Watchdog::new(route.clone(), shared, DEFAULT_DEADLINE).unwrap()
+        };
+        let case = Case::from_values(vec![3], vec![1.5_f32, -0.0, f32::NAN]).unwrap();
+        let outcome = watchdog.run(&case).unwrap();
+        assert!(Oracle.judge(&case, &route, &outcome).passed());
+        provider.0.lock().unwrap().expect("the provider was called")
+    }
+
+    #[test]
+    fn an_inline_watchdog_calls_the_provider_on_the_calling_thread() {
+        assert_eq!(thread_of_call(true), std::thread::current().id());
+    }
+
+    #[test]
+    fn a_watchdog_with_a_deadline_calls_the_provider_on_its_worker() {
+        assert_ne!(thread_of_call(false), std::thread::current().id());
     }
 }

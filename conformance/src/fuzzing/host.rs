@@ -11,7 +11,6 @@ use tenferro_transfer_harness::{Case, HarnessError, HostProvider, Route, Runtime
 
 use super::{FuzzFailure, RigPool, agrees_with_runtime};
 use crate::runner::{CaseRun, JudgedAs, run_case};
-use crate::selftest::SELFTEST_DEADLINE;
 
 /// The `host_provider` fuzz target: a decoded tensor or view, with values
 /// taken straight from the input's remaining bytes, through the real
@@ -67,7 +66,7 @@ impl HostFuzzer {
         let context = format!("{} with values {}", recipe.to_json(), hex(case.values()));
         let watchdog = self
             .pool
-            .get(0, &[], SELFTEST_DEADLINE, || {
+            .get(0, &[], None, || {
                 Ok((Route::host_to_host()?, Arc::new(HostProvider::new())))
             })
             .map_err(|source| FuzzFailure::Harness {

@@ -41,9 +41,7 @@ use tenferro_transfer_harness::{
     Case, HarnessError, Judgement, Outcome, Route, Rule, Violation, Watchdog,
 };
 
-use crate::selftest::{
-    self, BrokenSpec, CaseCheck, DeviceFaultSpec, Exercised, HANG_DEADLINE, SELFTEST_DEADLINE,
-};
+use crate::selftest::{self, BrokenSpec, CaseCheck, DeviceFaultSpec, Exercised, HANG_DEADLINE};
 use crate::{BUILTIN_PROVIDERS, BuiltinProvider};
 
 /// How every panic a broken provider injects on purpose begins. A fuzz
@@ -186,20 +184,28 @@ impl<'a> Arbitrary<'a> for ContractInput {
     }
 }
 
-/// Watchdogs kept between inputs, by provider, faults and deadline.
+/// Which watchdog an input needs: its provider's index, its faults, and
+/// its deadline (`None`: run on the calling thread).
+type RigKey = (usize, Vec<Fault>, Option<Duration>);
+
+/// Watchdogs kept between inputs, by provider, faults and deadline, each
+/// with the number of inputs it ran.
 #[derive(Default)]
 struct RigPool {
-    rigs: HashMap<(usize, Vec<Fault>, Duration), (Watchdog, usize)>,
+    rigs: HashMap<RigKey, (Watchdog, usize)>,
 }
 
 impl RigPool {
     /// The watchdog for `provider` with `faults`, built when absent or worn
-    /// out.
+    /// out: under `deadline` on a worker thread, or with `None` on this
+    /// thread ([`Watchdog::inline`]), for inputs that cannot hang (libFuzzer's
+    /// `-timeout` bounds those, and the hand-off to a worker was a fifth of
+    /// an input's time).
     fn get(
         &mut self,
         provider: usize,
         faults: &[Fault],
-        deadline: Duration,
+        deadline: Option<Duration>,
         make: impl FnOnce() -> Result<(Route, Arc<dyn TransferProvider>), HarnessError>,
     ) -> Result<&mut Watchdog, HarnessError> {
         let key = (provider, faults.to_vec(), deadline);
@@ -217,8 +223,11 @@ impl RigPool {
             } else {
                 Arc::new(Broken::new(inner, faults.to_vec()))
             };
-            self.rigs
-                .insert(key.clone(), (Watchdog::new(route, provider, deadline)?, 0));
+            let watchdog = match deadline {
+                Some(deadline) => Watchdog::new(route, provider, deadline)?,
+                None => Watchdog::inline(route, provider)?,
+            };
+            self.rigs.insert(key.clone(), (watchdog, 0));
         }
         let (watchdog, used) =
             self.rigs
@@ -311,11 +320,8 @@ impl ContractFuzzer {
             FaultPlan::new()
         };
         let hangs = input.faults.contains(&Fault::Hang) || plan.stalls();
-        let deadline = if hangs {
-            HANG_DEADLINE
-        } else {
-            SELFTEST_DEADLINE
-        };
+        // Only an input that may hang needs a worker and its deadline.
+        let deadline = hangs.then_some(HANG_DEADLINE);
         let watchdog = self
             .pool
             .get(index, &input.faults, deadline, || {
