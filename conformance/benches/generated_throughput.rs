@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use proptest::strategy::{Strategy, ValueTree};
+use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use tenferro_transfer_conformance::BUILTIN_PROVIDERS;
-use tenferro_transfer_conformance::harness::strategy::{Capabilities, Profile, recipe};
+use tenferro_transfer_conformance::harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_conformance::harness::{
     Case, DEFAULT_DEADLINE, Oracle, Rig, Route, Watchdog,
 };
@@ -62,8 +62,10 @@ enum Part<'a> {
     RigHere(&'a RefCell<Rig>),
 }
 
-/// `cases` draws of the generated bench's stream doing `part` only.
-fn generated_part(part: Part<'_>, route: &Route, seed: &Cell<u64>, cases: u64) -> Duration {
+/// A runner for the next stream of `cases` draws (a fresh seed each
+/// time) and the generated suite's strategy for tensors of up to
+/// `MAX_ELEMENTS` elements.
+fn next_stream(seed: &Cell<u64>, cases: u64) -> (TestRunner, BoxedStrategy<Recipe>) {
     seed.set(seed.get() + 1);
     let config = Config {
         cases: cases as u32,
@@ -72,12 +74,17 @@ fn generated_part(part: Part<'_>, route: &Route, seed: &Cell<u64>, cases: u64) -
     };
     let mut bytes = [0_u8; 32];
     bytes[..8].copy_from_slice(&seed.get().to_le_bytes());
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
     let strategy = recipe(
         Profile::Default,
         &Capabilities::all().max_elements(MAX_ELEMENTS),
     );
+    (runner, strategy)
+}
+
+/// `cases` draws of the generated bench's stream doing `part` only.
+fn generated_part(part: Part<'_>, route: &Route, seed: &Cell<u64>, cases: u64) -> Duration {
+    let (mut runner, strategy) = next_stream(seed, cases);
     let start = Instant::now();
     runner
         .run(&strategy, |recipe| {
@@ -104,20 +111,7 @@ fn generated(
     seed: &Cell<u64>,
     cases: u64,
 ) -> Duration {
-    seed.set(seed.get() + 1);
-    let config = Config {
-        cases: cases as u32,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut bytes = [0_u8; 32];
-    bytes[..8].copy_from_slice(&seed.get().to_le_bytes());
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
-    let strategy = recipe(
-        Profile::Default,
-        &Capabilities::all().max_elements(MAX_ELEMENTS),
-    );
+    let (mut runner, strategy) = next_stream(seed, cases);
     let start = Instant::now();
     runner
         .run(&strategy, |recipe| {

@@ -106,7 +106,9 @@ impl<T: ToLe> ToLe for Complex<T> {
     }
 }
 
-macro_rules! primitive_element {
+/// `Element` for a plain-old-data type of `$width` bytes: its bytes are
+/// its little-endian image, and tenferro views it as `TensorView::$dtype`.
+macro_rules! pod_element {
     ($ty:ty, $dtype:ident, $width:expr, $poison:expr) => {
         impl Element for $ty {
             const DTYPE: DType = DType::$dtype;
@@ -135,10 +137,10 @@ macro_rules! primitive_element {
     };
 }
 
-primitive_element!(f32, F32, 4, f32::from_bits(0xffdb_dbdb));
-primitive_element!(f64, F64, 8, f64::from_bits(0xffdb_dbdb_dbdb_dbdb));
-primitive_element!(i32, I32, 4, 0xdbdb_dbdb_u32 as i32);
-primitive_element!(i64, I64, 8, 0xdbdb_dbdb_dbdb_dbdb_u64 as i64);
+pod_element!(f32, F32, 4, f32::from_bits(0xffdb_dbdb));
+pod_element!(f64, F64, 8, f64::from_bits(0xffdb_dbdb_dbdb_dbdb));
+pod_element!(i32, I32, 4, 0xdbdb_dbdb_u32 as i32);
+pod_element!(i64, I64, 8, 0xdbdb_dbdb_dbdb_dbdb_u64 as i64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
@@ -165,37 +167,14 @@ impl Element for bool {
     }
 }
 
-macro_rules! complex_element {
-    ($part:ty, $dtype:ident, $half:expr) => {
-        impl Element for Complex<$part> {
-            const DTYPE: DType = DType::$dtype;
-            const WIDTH: usize = 2 * $half;
-            const POISON: Self = Complex::new(<$part>::POISON, <$part>::POISON);
-
-            fn extend_bytes(values: &[Self], out: &mut Vec<u8>) {
-                extend_pod_bytes(values, out);
-            }
-
-            fn from_bytes(bytes: &[u8]) -> Vec<Self> {
-                pod_from_bytes(bytes)
-            }
-
-            fn typed_view(view: TensorView<'_>) -> Option<TypedTensorView<'_, Self>> {
-                match view {
-                    TensorView::$dtype(view) => Some(view),
-                    _ => None,
-                }
-            }
-
-            fn erase_view(view: TypedTensorView<'_, Self>) -> TensorView<'_> {
-                TensorView::$dtype(view)
-            }
-        }
-    };
-}
-
-complex_element!(f32, C32, 4);
-complex_element!(f64, C64, 8);
+// A complex element is two parts of its real type, side by side.
+pod_element!(Complex<f32>, C32, 8, Complex::new(f32::POISON, f32::POISON));
+pod_element!(
+    Complex<f64>,
+    C64,
+    16,
+    Complex::new(f64::POISON, f64::POISON)
+);
 
 /// The seven preset dtypes, in a fixed order used by every report.
 pub const PRESET_DTYPES: [DType; 7] = [
