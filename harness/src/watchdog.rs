@@ -307,7 +307,8 @@ fn announce_wait(route: &Route, case: &Case, elapsed: Duration, limit: Duration)
 /// the request the provider was serving and the case's event-domain trace.
 /// The watchdog then releases the hung thread (simulated hangs park in
 /// [`hold`]); if the thread does not come back, it is given up and a fresh
-/// rig runs the next case.
+/// rig runs the next case. Made with [`Watchdog::inline`], it runs cases
+/// on the calling thread instead, with no deadline.
 ///
 /// # Examples
 ///
@@ -430,7 +431,8 @@ impl Watchdog {
         &self.route
     }
 
-    /// The configured per-case deadline.
+    /// The configured per-case deadline ([`DEFAULT_DEADLINE`] for an
+    /// inline watchdog, which enforces none).
     pub fn deadline(&self) -> Duration {
         self.deadline.configured()
     }
