@@ -8,8 +8,8 @@
 //! return, the helpers that write its registration and staging, the
 //! tenferro identities a description names, and the suite's declaration
 //! ([`ProviderSuite`], [`Level`], [`Route`], [`Capabilities`], ...) with
-//! `conformance_tests!`. docs/guide.md shows a whole adapter written
-//! against it.
+//! `conformance_tests!`, and [`AdapterContext`] for the device's own
+//! errors. docs/guide.md shows a whole adapter written against it.
 //!
 //! # Examples
 //!
@@ -28,8 +28,8 @@
 //!
 //! impl MyCpu {
 //!     fn open() -> Result<Self, HarnessError> {
-//!         let id = EngineId::new("my-vendor.cpu0.v1").map_err(|e| HarnessError::adapter("engine id", e))?;
-//!         let class = StorageClass::new("tenferro-cpu.host.v1").map_err(|e| HarnessError::adapter("storage class", e))?;
+//!         let id = EngineId::new("my-vendor.cpu0.v1").adapter_context("engine id")?;
+//!         let class = StorageClass::new("tenferro-cpu.host.v1").adapter_context("storage class")?;
 //!         let description =
 //!             DeviceDescription::new("cpu0", "my-cpu", id, class, PlacementRule::Host, StorageRule::PlainHost);
 //!         Ok(Self { description })
@@ -46,14 +46,10 @@
 //!     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
 //!         let id = &self.description.engine_id;
 //!         let stock = tenferro_cpu::runtime_engine_registration_with_id(&self.cpu(), id.clone())
-//!             .map_err(|e| HarnessError::adapter("cpu0's stock registration", e))?;
-//!         let identity = ProviderDeviceIdentity::new(
-//!             ProviderId::new("my-vendor.cpu").map_err(|e| HarnessError::adapter("provider id", e))?,
-//!             "cpu0",
-//!         )
-//!         .map_err(|e| HarnessError::adapter("identity", e))?;
-//!         let hardware = tenferro_cpu::runtime_hardware_class()
-//!             .map_err(|e| HarnessError::adapter("hardware class", e))?;
+//!             .adapter_context("cpu0's stock registration")?;
+//!         let provider = ProviderId::new("my-vendor.cpu").adapter_context("provider id")?;
+//!         let identity = ProviderDeviceIdentity::new(provider, "cpu0").adapter_context("identity")?;
+//!         let hardware = tenferro_cpu::runtime_hardware_class().adapter_context("hardware class")?;
 //!         self.description
 //!             .registration::<CpuEngine>(role, identity, hardware, stock.capabilities().clone())
 //!     }
@@ -80,7 +76,7 @@ pub use tenferro_tensor::{
     AllocationDomainId, DeviceId, DeviceKind, MemoryKind, Placement, TensorRead,
 };
 pub use tenferro_transfer_harness::{
-    AllocationLedger, Availability, Case, CompletionState, DeviceDescription, DeviceEndpoint,
-    EngineRole, HarnessError, Layout, MemoryInUse, PlacementRule, ReadBack, StorageRule, ViewSpec,
-    declared_ingress, reshape_only, stage_via_host,
+    AdapterContext, AllocationLedger, Availability, Case, CompletionState, DeviceDescription,
+    DeviceEndpoint, EngineRole, HarnessError, Layout, MemoryInUse, PlacementRule, ReadBack,
+    StorageRule, ViewSpec, declared_ingress, reshape_only, stage_via_host,
 };

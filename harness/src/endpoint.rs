@@ -74,7 +74,9 @@ pub enum ReadBack {
 /// between your device's memory, on your own tenferro engine. Three
 /// methods are required: what the device is ([`describe`](DeviceEndpoint::describe)),
 /// how its engine registers ([`registration`](DeviceEndpoint::registration):
-/// [`DeviceDescription::registration`] writes it) and a fresh engine
+/// [`DeviceDescription::registration`] writes it, or
+/// [`DeviceDescription::registration_from`] adapts your device's own) and a
+/// fresh engine
 /// ([`engine`](DeviceEndpoint::engine)). The others have defaults that make
 /// the rules they serve an honest skip (with the reason) rather than a
 /// pass:
@@ -141,7 +143,9 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     fn describe(&self) -> DeviceDescription;
 
     /// The runtime registration of this device's engine in `role`
-    /// ([`DeviceDescription::registration`] builds it from the description).
+    /// ([`DeviceDescription::registration`] builds it from the description;
+    /// [`DeviceDescription::registration_from`] from the registration your
+    /// device already has).
     ///
     /// As a [`EngineRole::Source`] the engine must have no capabilities, so
     /// that the program's op cannot run on it; as a

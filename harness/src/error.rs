@@ -228,3 +228,41 @@ pub fn describe_error(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// Context for a device's own errors in an adapter: `.adapter_context("…")`
+/// on any `Result` whose error is a standard error turns it into a
+/// [`HarnessError::Adapter`] that keeps the device's error as its source
+/// (the same as [`HarnessError::adapter`], in one call).
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::{AdapterContext, HarnessError};
+///
+/// fn open_npu() -> Result<u32, std::io::Error> {
+///     Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no /dev/npu0"))
+/// }
+///
+/// let error = open_npu().adapter_context("opening npu0").unwrap_err();
+/// assert!(matches!(error, HarnessError::Adapter { .. }));
+/// assert_eq!(error.to_string(), "opening npu0");
+/// assert_eq!(std::error::Error::source(&error).unwrap().to_string(), "no /dev/npu0");
+/// ```
+pub trait AdapterContext<T> {
+    /// The value, or the error as a [`HarnessError::Adapter`] with
+    /// `context` (what the adapter was doing, e.g. "opening npu0").
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Adapter`] when `self` is an error.
+    fn adapter_context(self, context: impl Into<String>) -> Result<T, HarnessError>;
+}
+
+impl<T, E> AdapterContext<T> for Result<T, E>
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    fn adapter_context(self, context: impl Into<String>) -> Result<T, HarnessError> {
+        self.map_err(|source| HarnessError::adapter(context, source))
+    }
+}

@@ -73,7 +73,7 @@ pub use device_error::DeviceError;
 pub use effects::{ChangedOutput, HeldOutputs, InputReads};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use endpoint::{Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, stage_via_host};
-pub use error::{HarnessError, describe_error};
+pub use error::{AdapterContext, HarnessError, describe_error};
 pub use gate::{announce_skip, cuda_required, cuda_unavailable_reason, route_or_skip};
 pub use honesty::{
     CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,

@@ -14,8 +14,9 @@ use tenferro_runtime::{
     ExecutionContextIdentity, ExecutionEngine, HardwareClassId, InputIngressContract,
     InputPlacementContract, InputSignatureContract, LayoutPrepareRequest, LayoutRuntime,
     PrepareCapability, PrepareError, PreparedOperation, PreparedOperationBinding,
-    PreparedOperationPlan, ProviderDeviceIdentity, ResidentOutputContract, RuntimeInputContract,
-    SpecializationProjection, StorageClass, assemble_executable_engine_registration,
+    PreparedOperationPlan, ProviderDeviceIdentity, ResidentOutputContract, RuntimeConfigError,
+    RuntimeInputContract, SpecializationProjection, StorageClass,
+    assemble_executable_engine_registration,
 };
 use tenferro_tensor::TensorRead;
 
@@ -105,6 +106,101 @@ impl DeviceDescription {
         ))
         .map_err(|source| HarnessError::config(format!("registration of `{}`", self.name), source))
     }
+
+    /// The registration of this device's engine in `role`, made from the
+    /// registration the device already has for production (`own`, with its
+    /// identities, capabilities and ingress):
+    ///
+    /// - as the [`EngineRole::Destination`], `own` unchanged, so the suite
+    ///   runs through the device's own ingress (it must refuse the raw
+    ///   host input, so that the input moves through the provider; where
+    ///   yours accepts it, use [`registration`](DeviceDescription::registration));
+    /// - as the [`EngineRole::Source`], `own`'s identities with no
+    ///   capabilities (nothing runs there, so the program's op must move
+    ///   away) and an ingress that accepts the staged input
+    ///   ([`declared_ingress`] of this description's rules).
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::InvalidRoute`] when `own` is of another engine than
+    /// this description names; [`HarnessError::Config`] when tenferro
+    /// refuses the source registration.
+    ///
+    /// # Examples
+    ///
+    /// A second tenferro-cpu engine whose stock registration is its own:
+    ///
+    /// ```
+    /// use tenferro_cpu::CpuEngine;
+    /// use tenferro_runtime::{EngineId, StorageClass};
+    /// use tenferro_transfer_harness::{DeviceDescription, EngineRole, PlacementRule, StorageRule};
+    ///
+    /// let id = EngineId::new("my-vendor.cpu.v1").unwrap();
+    /// let class = StorageClass::new("tenferro-cpu.host.v1").unwrap();
+    /// let description =
+    ///     DeviceDescription::new("my-cpu", "my-cpu", id.clone(), class, PlacementRule::Host, StorageRule::PlainHost);
+    /// let engine = CpuEngine::serial().with_runtime_engine_id(id.clone());
+    /// let own = tenferro_cpu::runtime_engine_registration_with_id(&engine, id).unwrap();
+    /// let source = description.registration_from(EngineRole::Source, own).unwrap();
+    /// assert_eq!(source.engine_id(), &description.engine_id);
+    /// assert!(source.capabilities().layout().is_none());
+    /// ```
+    pub fn registration_from(
+        &self,
+        role: EngineRole,
+        own: EngineRegistration,
+    ) -> Result<EngineRegistration, HarnessError> {
+        if own.engine_id() != &self.engine_id {
+            return Err(HarnessError::InvalidRoute {
+                reason: format!(
+                    "the registration given for `{}` is of engine `{}`, and its description says `{}`",
+                    self.name,
+                    own.engine_id().as_str(),
+                    self.engine_id.as_str()
+                ),
+            });
+        }
+        match role {
+            EngineRole::Destination => Ok(own),
+            EngineRole::Source => reregister(
+                &own,
+                CoreCapabilityBundle::default(),
+                own.context_identity(),
+                self.placement.clone(),
+                self.storage.clone(),
+            )
+            .map_err(|source| {
+                HarnessError::config(format!("source registration of `{}`", self.name), source)
+            }),
+        }
+    }
+}
+
+/// `stock`'s identity (engine id, provider device, hardware and storage
+/// classes) with other `capabilities`, and an ingress declared by the
+/// placement and storage rules: how the harness confines an engine to some
+/// operations (none, for a source).
+pub(crate) fn reregister(
+    stock: &EngineRegistration,
+    capabilities: CoreCapabilityBundle,
+    context: ExecutionContextIdentity,
+    placement: PlacementRule,
+    storage: StorageRule,
+) -> Result<EngineRegistration, RuntimeConfigError> {
+    let class = stock.default_storage_class().clone();
+    let metadata = EngineRegistrationMetadata::new(
+        stock.engine_id().clone(),
+        stock.provider_device_identity().clone(),
+        stock.hardware_class().clone(),
+        Arc::from(stock.storage_classes().to_vec()),
+        class.clone(),
+        capabilities,
+    );
+    assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
+        metadata,
+        context,
+        crate::declared_ingress(class, placement, storage, true),
+    ))
 }
 
 /// The capability a destination needs to consume a transfer in a rig: it
@@ -207,4 +303,69 @@ pub fn declared_ingress(
             candidate == &s4 && r3.accepts(input.backend_family(), input.allocation_domain())
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use tenferro_cpu::CpuEngine;
+    use tenferro_runtime::{EngineId, EngineRegistration, StorageClass};
+
+    use crate::{DeviceDescription, EngineRole, HarnessError, PlacementRule, StorageRule};
+
+    fn description(id: &str) -> DeviceDescription {
+        DeviceDescription::new(
+            "cpu9",
+            "my-cpu",
+            EngineId::new(id).expect("a valid id"),
+            StorageClass::new("tenferro-cpu.host.v1").expect("a valid class"),
+            PlacementRule::Host,
+            StorageRule::PlainHost,
+        )
+    }
+
+    fn stock(id: &str) -> EngineRegistration {
+        let id = EngineId::new(id).expect("a valid id");
+        let engine = CpuEngine::serial().with_runtime_engine_id(id.clone());
+        tenferro_cpu::runtime_engine_registration_with_id(&engine, id).expect("cpu registers")
+    }
+
+    #[test]
+    fn a_destination_keeps_its_own_registration_and_a_source_loses_its_capabilities() {
+        let description = description("vendor.cpu9.v1");
+        let own = stock("vendor.cpu9.v1");
+        assert!(own.capabilities().layout().is_some());
+        let destination = description
+            .registration_from(EngineRole::Destination, own.clone())
+            .expect("the destination registers");
+        assert!(destination.capabilities().layout().is_some());
+        assert!(destination.capabilities().elementwise().is_some());
+        let source = description
+            .registration_from(EngineRole::Source, own.clone())
+            .expect("the source registers");
+        assert!(source.capabilities().layout().is_none());
+        assert!(source.capabilities().elementwise().is_none());
+        assert_eq!(source.engine_id(), own.engine_id());
+        assert_eq!(
+            source.provider_device_identity(),
+            own.provider_device_identity()
+        );
+        assert_eq!(source.hardware_class(), own.hardware_class());
+        assert_eq!(source.context_identity(), own.context_identity());
+    }
+
+    #[test]
+    fn a_registration_of_another_engine_is_refused_with_both_ids() {
+        let error = description("vendor.cpu9.v1")
+            .registration_from(EngineRole::Source, stock("vendor.other.v1"))
+            .expect_err("another engine's registration");
+        assert!(
+            matches!(error, HarnessError::InvalidRoute { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("vendor.other.v1") && message.contains("vendor.cpu9.v1"),
+            "{message}"
+        );
+    }
 }

@@ -52,6 +52,24 @@ impl PlacementRule {
 }
 
 impl StorageRule {
+    /// Backend storage of `family` in allocation domain `domain`
+    /// ([`StorageRule::Domain`]), as a device adapter states its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_tensor::AllocationDomainId;
+    /// use tenferro_transfer_harness::StorageRule;
+    ///
+    /// let domain = AllocationDomainId::fresh();
+    /// let rule = StorageRule::domain("my-npu", domain);
+    /// assert!(rule.accepts(Some("my-npu"), Some(domain)));
+    /// assert!(!rule.accepts(None, None));
+    /// ```
+    pub fn domain(family: &'static str, domain: AllocationDomainId) -> Self {
+        Self::Domain { family, domain }
+    }
+
     /// Whether a backend family and allocation domain satisfy the rule.
     pub fn accepts(&self, family: Option<&str>, domain: Option<AllocationDomainId>) -> bool {
         match self {

@@ -21,10 +21,7 @@ impl DeviceEndpoint for SimDevice {
             SimDevice::engine_id(self).clone(),
             SimDevice::storage_class(self).clone(),
             PlacementRule::Device(self.device_id()),
-            StorageRule::Domain {
-                family: SIM_FAMILY,
-                domain: self.allocation_domain(),
-            },
+            StorageRule::domain(SIM_FAMILY, self.allocation_domain()),
         )
     }
 

@@ -178,10 +178,7 @@ impl DeviceEndpoint for HostEndpoint {
             None => (PlacementRule::Host, StorageRule::PlainHost),
             Some(domain) => (
                 PlacementRule::Managed,
-                StorageRule::Domain {
-                    family: domain.family(),
-                    domain: domain.id(),
-                },
+                StorageRule::domain(domain.family(), domain.id()),
             ),
         };
         DeviceDescription::new(

@@ -10,9 +10,8 @@ use tenferro_gpu::cuda::{
     upload_tensor,
 };
 use tenferro_runtime::{
-    CoreCapabilityBundle, EngineId, EngineRegistration, EngineRegistrationMetadata,
-    ExecutableEngineRegistrationConfig, ExecutionContextIdentity, ExecutionEngine,
-    RuntimeConfigError, StorageClass, assemble_executable_engine_registration,
+    CoreCapabilityBundle, EngineId, EngineRegistration, ExecutionContextIdentity, ExecutionEngine,
+    StorageClass,
 };
 use tenferro_tensor::{
     AllocationDomainId, DeviceId, DeviceKind, GpuBackendKind, StorageBuffer, Tensor, TensorRead,
@@ -63,33 +62,6 @@ impl fmt::Debug for CudaEndpoint {
             .field("ordinal", &self.ordinal)
             .finish_non_exhaustive()
     }
-}
-
-/// `stock`'s identity (engine id, provider device, hardware and storage
-/// classes) with other `capabilities`, and an ingress declared by the
-/// placement and storage rules: how the harness confines an engine to some
-/// operations (none, for a source).
-pub(crate) fn reregister(
-    stock: &EngineRegistration,
-    capabilities: CoreCapabilityBundle,
-    context: ExecutionContextIdentity,
-    placement: PlacementRule,
-    storage: StorageRule,
-) -> Result<EngineRegistration, RuntimeConfigError> {
-    let class = stock.default_storage_class().clone();
-    let metadata = EngineRegistrationMetadata::new(
-        stock.engine_id().clone(),
-        stock.provider_device_identity().clone(),
-        stock.hardware_class().clone(),
-        Arc::from(stock.storage_classes().to_vec()),
-        class.clone(),
-        capabilities,
-    );
-    assemble_executable_engine_registration(ExecutableEngineRegistrationConfig::new(
-        metadata,
-        context,
-        crate::declared_ingress(class, placement, storage, true),
-    ))
 }
 
 /// A freshly opened engine of device `ordinal`, and the slot that keeps its
@@ -185,10 +157,7 @@ impl CudaEndpoint {
     /// The storage a tensor on this endpoint must use: CUDA storage in the
     /// current runtime's allocation domain.
     pub fn storage_rule(&self) -> StorageRule {
-        StorageRule::Domain {
-            family: CUDA_FAMILY,
-            domain: self.allocation_domain(),
-        }
+        StorageRule::domain(CUDA_FAMILY, self.allocation_domain())
     }
 
     /// The current runtime's allocation domain.
@@ -232,12 +201,9 @@ impl CudaEndpoint {
         if role != EngineRole::Source {
             return Ok(stock);
         }
-        let rule = StorageRule::Domain {
-            family: CUDA_FAMILY,
-            domain: engine.runtime().allocation_domain_id(),
-        };
+        let rule = StorageRule::domain(CUDA_FAMILY, engine.runtime().allocation_domain_id());
         drop(slot);
-        reregister(
+        crate::registration::reregister(
             &stock,
             CoreCapabilityBundle::default(),
             ExecutionContextIdentity::of::<CudaEngine>(),

@@ -13,8 +13,8 @@ use tenferro_runtime::{
 };
 use tenferro_tensor::{DType, Tensor, TensorRead};
 
-use super::endpoint::reregister;
 use super::{CudaDownload, CudaEndpoint, CudaUpload};
+use crate::registration::reregister;
 use crate::{Endpoint, HarnessError, PlacementRule, Spy, SpyRecord, StorageRule};
 
 /// Which capabilities of a stock registration an engine keeps.
