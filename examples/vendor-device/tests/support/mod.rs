@@ -1,38 +1,24 @@
 //! The vendor device as the suite sees it: the adapter, its two routes and
-//! the suite over them (test-side code; the fuzz target includes it too).
-//! `ledger.rs` lists allocations; `suites.rs` has the other suites.
+//! the suite over them (`opening.rs` opens the device, `suites.rs` has the
+//! other suites; the fuzz target includes them too).
 #![allow(dead_code)] // Each test target uses part of it.
 
-mod ledger;
+mod opening;
 mod suites;
 pub use suites::*;
 
 use std::sync::Arc;
 
-use example_vendor_device::{CopyState, MAX_ELEMENTS, VENDOR_FAMILY, VendorDevice, VendorEngine};
-use example_vendor_device::{VendorDownload, VendorUpload};
+use example_vendor_device::{CopyState, MAX_ELEMENTS, VENDOR_DEVICE_KIND, VENDOR_FAMILY};
+use example_vendor_device::{VendorDevice, VendorDownload, VendorUpload};
 use tenferro_transfer_conformance::adapter::*;
-
-/// Device kind of the vendor's devices in `TRANSFER_CONFORMANCE_REQUIRE_DEVICES`.
-pub const KIND: &str = "vendor-npu";
 
 /// A [`VendorDevice`] as a route endpoint, a source or a destination.
 #[derive(Debug)]
 pub struct VendorEndpoint {
     pub device: VendorDevice,
-    /// Every allocation, where this endpoint lists them (`ledger.rs`).
+    /// Every allocation, where this endpoint lists them (`opening.rs`).
     ledger: Option<Arc<AllocationLedger>>,
-}
-
-impl VendorEndpoint {
-    /// Device `npu<ordinal>`, accounted by its counts of memory in use.
-    pub fn counting_only(ordinal: usize) -> Result<Self, HarnessError> {
-        let device = VendorDevice::open(ordinal).map_err(|e| HarnessError::adapter("open", e))?;
-        Ok(Self {
-            device,
-            ledger: None,
-        })
-    }
 }
 
 impl DeviceEndpoint for VendorEndpoint {
@@ -40,40 +26,25 @@ impl DeviceEndpoint for VendorEndpoint {
         let device = &self.device;
         DeviceDescription::new(
             device.name(),
-            KIND,
+            VENDOR_DEVICE_KIND,
             device.engine_id().clone(),
             device.storage_class().clone(),
             PlacementRule::Device(device.device_id()),
-            StorageRule::Domain {
-                family: VENDOR_FAMILY,
-                domain: device.allocation_domain(),
-            },
+            StorageRule::domain(VENDOR_FAMILY, device.allocation_domain()),
         )
     }
 
-    // The device's own registration where it consumes the transfer (so the
-    // suite checks its ingress); the suite's helper where it runs nothing.
+    /// The device's own registration; as a source the suite strips it.
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
-        let device = &self.device;
-        match role {
-            EngineRole::Destination => device
-                .registration()
-                .map_err(|e| HarnessError::adapter("the device's registration", e)),
-            EngineRole::Source => self.describe().registration::<VendorEngine>(
-                role,
-                device.provider_device_identity().clone(),
-                device.hardware_class().clone(),
-                device.capabilities(),
-            ),
-        }
+        let own = self.device.registration().adapter_context("registration")?;
+        self.describe().registration_from(role, own)
     }
 
     fn engine(&self, _role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
         Ok(Box::new(self.device.engine()))
     }
 
-    /// A source: the case's values (a view's backing) uploaded, the view
-    /// carved by tenferro.
+    /// A source: the case's values (a view's backing) uploaded; tenferro carves views.
     fn stage(&self, case: &Case, take: &mut dyn FnMut(TensorRead<'_>)) -> Result<(), HarnessError> {
         let upload = |host: Tensor| self.device.upload(&TensorRead::from_tensor(&host));
         stage_via_host(case, |host| upload(host).map_err(HarnessError::stage), take)
@@ -82,12 +53,8 @@ impl DeviceEndpoint for VendorEndpoint {
     fn completion(&self, tensor: &Tensor) -> CompletionState {
         match self.device.copy_state(tensor) {
             Some(CopyState::Landed) => CompletionState::Complete,
-            Some(CopyState::InFlight { copy }) => {
-                let name = self.device.name();
-                CompletionState::pending(format!("copy #{copy} on {name} had not landed"))
-            }
-            Some(other) => CompletionState::unknown(format!("the device says {other:?}")),
-            None => CompletionState::unknown("the tensor is not in this device's memory"),
+            Some(CopyState::InFlight { copy }) => CompletionState::pending(format!("copy #{copy}")),
+            state => CompletionState::unknown(format!("the device says {state:?}")),
         }
     }
 
@@ -121,12 +88,11 @@ pub fn correct_suite() -> ProviderSuite {
     ProviderSuite::new("vendor", LEVEL)
         .route("upload", upload_route, |route| {
             let npu = route.destination().try_downcast::<VendorEndpoint>()?;
-            Ok(Arc::new(VendorUpload::new(npu.device.clone())) as Arc<dyn TransferProvider>)
+            Ok(Arc::new(VendorUpload::new(npu.device.clone())))
         })
         .route("download", download_route, |route| {
             let npu = route.source().try_downcast::<VendorEndpoint>()?;
-            Ok(Arc::new(VendorDownload::new(npu.device.clone())) as Arc<dyn TransferProvider>)
+            Ok(Arc::new(VendorDownload::new(npu.device.clone())))
         })
         .capabilities(Capabilities::all().max_elements(MAX_ELEMENTS))
-        .profile(Profile::Quick)
 }

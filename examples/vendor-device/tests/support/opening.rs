@@ -1,7 +1,8 @@
-//! The precise mode of `no-leak`: the adapter lists every allocation of
-//! the device in the harness's ledger, on the thread that makes or frees
-//! it (the device calls its observer there), so that the rig attributes
-//! each allocation to the case that made it and names a leaked one.
+//! Opening a vendor device as an endpoint: counted only, as real devices
+//! are, or also listed in the harness's ledger, the precise mode of
+//! `no-leak`. The device tells an observer of every allocation on the
+//! thread that makes or frees it, so the rig attributes each allocation to
+//! the case that made it and names a leaked one.
 
 use std::sync::Arc;
 
@@ -14,6 +15,14 @@ impl VendorEndpoint {
     /// Open device `npu<ordinal>`, counted and listed in a ledger.
     pub fn open(ordinal: usize) -> Result<Self, HarnessError> {
         Ok(Self::over(Self::counting_only(ordinal)?.device))
+    }
+
+    /// Device `npu<ordinal>`, accounted by its counts of memory in use.
+    pub fn counting_only(ordinal: usize) -> Result<Self, HarnessError> {
+        Ok(Self {
+            device: VendorDevice::open(ordinal).adapter_context("opening the device")?,
+            ledger: None,
+        })
     }
 
     /// List `device`'s allocations in a ledger from now on.
