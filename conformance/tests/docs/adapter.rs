@@ -220,3 +220,18 @@ fn the_guide_quotes_the_vendor_adapter_whole() {
         "docs/guide.md section 0 does not quote examples/vendor-device/tests/support/mod.rs whole, as it is"
     );
 }
+
+#[test]
+fn the_vendor_adapter_and_its_suite_fit_in_a_page() {
+    let adapter = include_str!("../../../examples/vendor-device/tests/support/mod.rs");
+    let lines = adapter.lines().count();
+    assert!(
+        lines <= 100,
+        "examples/vendor-device/tests/support/mod.rs (the adapter, both routes and the suite) has {lines} lines; the guide promises a page of at most 100"
+    );
+    let imports: Vec<&str> = adapter
+        .lines()
+        .filter(|line| line.starts_with("use tenferro_transfer"))
+        .collect();
+    assert_eq!(imports, ["use tenferro_transfer_conformance::adapter::*;"]);
+}
