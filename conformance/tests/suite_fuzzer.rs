@@ -119,3 +119,46 @@ fn an_absent_device_is_skipped_not_passed() {
     assert_eq!(fuzzer.stats().unavailable, 1);
     assert_eq!(fuzzer.stats().inputs, 0);
 }
+
+/// The rules the first failing input of `inputs(300)` broke, and which input
+/// it was.
+fn first_failure(mut fuzzer: SuiteFuzzer) -> Option<(usize, Vec<Rule>)> {
+    inputs(300)
+        .iter()
+        .enumerate()
+        .find_map(|(at, input)| match fuzzer.run(input) {
+            Ok(()) => None,
+            Err(FuzzFailure::Broke { violations, .. }) => {
+                let mut rules: Vec<Rule> =
+                    violations.iter().map(|violation| violation.rule).collect();
+                rules.sort();
+                rules.dedup();
+                Some((at, rules))
+            }
+            Err(other) => panic!("input {at}: {other}"),
+        })
+}
+
+#[test]
+fn inline_fuzzing_finds_what_the_worker_finds() {
+    for faults in [
+        vec![Fault::OneUlp],
+        vec![Fault::Panic],
+        vec![Fault::EarlyReturn],
+    ] {
+        let on_worker = first_failure(upload(faults.clone()).fuzzer());
+        let inline = first_failure(upload(faults.clone()).fuzzer().inline());
+        assert!(
+            on_worker.is_some(),
+            "{faults:?} survived 300 inputs on the worker"
+        );
+        assert_eq!(inline, on_worker, "{faults:?}");
+    }
+    let mut fuzzer = two_routes().fuzzer().inline();
+    for input in inputs(300) {
+        if let Err(failure) = fuzzer.run(&input) {
+            panic!("inline, input {input:?}: {failure}");
+        }
+    }
+    assert_eq!(fuzzer.stats().inputs, 300);
+}

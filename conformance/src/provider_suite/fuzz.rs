@@ -124,6 +124,9 @@ pub struct SuiteFuzzer {
     suite: ProviderSuite,
     rigs: HashMap<usize, RouteRig>,
     stats: FuzzStats,
+    /// Cases run on the calling thread, without a deadline
+    /// ([`SuiteFuzzer::inline`]).
+    inline: bool,
 }
 
 impl fmt::Debug for SuiteFuzzer {
@@ -132,6 +135,7 @@ impl fmt::Debug for SuiteFuzzer {
             .debug_struct("SuiteFuzzer")
             .field("suite", &self.suite)
             .field("stats", &self.stats)
+            .field("inline", &self.inline)
             .finish_non_exhaustive()
     }
 }
@@ -161,11 +165,42 @@ impl ProviderSuite {
             suite: self,
             rigs: HashMap::new(),
             stats: FuzzStats::default(),
+            inline: false,
         }
     }
 }
 
 impl SuiteFuzzer {
+    /// Run the cases on the calling thread (libFuzzer's), without the
+    /// suite's deadline ([`Watchdog::inline`]), instead of handing each
+    /// one to a worker thread under the deadline and back: that hand-off
+    /// is a large part of a fuzz input's time (docs/performance.md,
+    /// *Fuzzing*). A provider that hangs is then libFuzzer's to catch:
+    /// run with `-timeout=<seconds>` (its default is 1,200), and its
+    /// timeout file replays through a fuzzer without `inline`, under
+    /// `cargo test`, where the deadline names the hung call. A provider's
+    /// panic is caught and judged either way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_conformance::prelude::*;
+    ///
+    /// let mut fuzzer = ProviderSuite::new("host-copy", Level::V1)
+    ///     .route("host", Route::host_to_host, |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>))
+    ///     .fuzzer()
+    ///     .inline();
+    /// fuzzer.run(b"\x01\x02\x03\x04").unwrap();
+    /// assert!(fuzzer.stats().cases >= 1);
+    /// ```
+    #[must_use]
+    pub fn inline(mut self) -> Self {
+        self.inline = true;
+        self.rigs.clear();
+        self
+    }
+
     /// What the fuzzer has run so far.
     pub fn stats(&self) -> FuzzStats {
         self.stats
@@ -269,7 +304,7 @@ impl SuiteFuzzer {
     }
 
     /// The rig of route `index`: the route (gated), its provider, and a
-    /// watchdog with the suite's deadline.
+    /// watchdog with the suite's deadline (or none, inline).
     fn build(&self, index: usize) -> Result<RouteRig, HarnessError> {
         let declared = &self.suite.routes[index];
         let route = (declared.route)()?.counting_memory(self.suite.level.counts_memory());
@@ -279,7 +314,11 @@ impl SuiteFuzzer {
                 context: format!("building the provider for route `{}`", declared.name),
                 source,
             })?;
-        let rig = Watchdog::new(route.clone(), provider, self.suite.deadline)?;
+        let rig = if self.inline {
+            Watchdog::inline(route.clone(), provider)?
+        } else {
+            Watchdog::new(route.clone(), provider, self.suite.deadline)?
+        };
         Ok(RouteRig { route, rig })
     }
 }
