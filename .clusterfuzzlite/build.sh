@@ -18,7 +18,13 @@ export RUSTUP_TOOLCHAIN="${RUSTUP_TOOLCHAIN:-nightly}"
 target_dir="${FUZZ_TARGET_DIR:-fuzz/target}"
 
 # Release with debug assertions, as `cargo fuzz run` builds by default; the
-# builder image's cargo wrapper adds the sanitizer of $SANITIZER.
+# builder image's cargo wrapper adds the sanitizer of $SANITIZER. An
+# address build keeps AddressSanitizer on every crate under test, as the
+# image's checks of the binaries expect (fuzz/rustc-wrapper drops it by
+# default, for speed: docs/fuzzing.md).
+if [ "${SANITIZER:-}" = address ]; then
+  export FUZZ_SANITIZE_PATH_CRATES=1
+fi
 cargo fuzz build -O --debug-assertions --target-dir "$target_dir"
 
 bin_dir="$target_dir/x86_64-unknown-linux-gnu/release"
