@@ -6,13 +6,15 @@
 #   FUZZ_SPEED_SECONDS="30" scripts/fuzz-speed.sh
 #   FUZZ_SPEED_SECONDS="30" FUZZ_SPEED_FLAGS="-entropic=0" scripts/fuzz-speed.sh   # as the smoke run
 #
-# Builds each fuzz crate twice with `cargo +nightly fuzz build` (ASan,
-# release with debug assertions, as `cargo fuzz run` builds):
-#   - "all": every crate instrumented, as before the wrapper (RUSTC_WRAPPER
-#     set empty, which overrides .cargo/config.toml), in its own target
-#     folder ($FUZZ_BASELINE_TARGET_DIR, default fuzz/target/all);
-#   - "under-test": the wrapper in effect, in fuzz/target ($FUZZ_TARGET_DIR),
-#     the folder `cargo fuzz run` and .ci/fuzz-smoke use.
+# Builds each fuzz crate twice with `cargo +nightly fuzz build -s address`
+# (release with debug assertions, as `cargo fuzz run` builds):
+#   - "all": every crate instrumented and under AddressSanitizer, as before
+#     the wrapper (RUSTC_WRAPPER set empty, which overrides
+#     .cargo/config.toml), in its own target folder
+#     ($FUZZ_BASELINE_TARGET_DIR, default fuzz/target/all);
+#   - "under-test": the wrapper in effect (coverage on the crates under
+#     test, ASan only where its `sanitize` list says), in fuzz/target
+#     ($FUZZ_TARGET_DIR), the folder `cargo fuzz run` and .ci/fuzz-smoke use.
 # Then, for each of the three targets (transfer_contract, host_provider and
 # the vendor example's transfer_contract) and each duration, runs the two
 # builds back to back, alternating which goes first, each from the
