@@ -235,14 +235,7 @@ impl CaseOutcome {
 
     /// The rules broken, in catalogue order, without repeats.
     pub fn rules(&self) -> Vec<Rule> {
-        let mut rules: Vec<Rule> = self
-            .violations()
-            .iter()
-            .map(|violation| violation.rule)
-            .collect();
-        rules.sort();
-        rules.dedup();
-        rules
+        Violation::rules_of(self.violations())
     }
 
     /// Whether the case broke `rule`.

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use tenferro_transfer_conformance::harness::Violation;
 use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
 use tenferro_transfer_conformance::prelude::*;
 use tenferro_transfer_conformance::{FuzzFailure, SuiteFuzzer};
@@ -129,11 +130,7 @@ fn first_failure(mut fuzzer: SuiteFuzzer) -> Option<(usize, Vec<Rule>)> {
         .find_map(|(at, input)| match fuzzer.run(input) {
             Ok(()) => None,
             Err(FuzzFailure::Broke { violations, .. }) => {
-                let mut rules: Vec<Rule> =
-                    violations.iter().map(|violation| violation.rule).collect();
-                rules.sort();
-                rules.dedup();
-                Some((at, rules))
+                Some((at, Violation::rules_of(&violations)))
             }
             Err(other) => panic!("input {at}: {other}"),
         })

@@ -15,6 +15,26 @@ pub struct Violation {
     pub message: String,
 }
 
+impl Violation {
+    /// The rules `violations` broke, in catalogue order, without repeats.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{Rule, Violation};
+    ///
+    /// let broken = |rule| Violation { rule, message: String::new() };
+    /// let violations = [broken(Rule::Values), broken(Rule::Dtype), broken(Rule::Values)];
+    /// assert_eq!(Violation::rules_of(&violations), [Rule::Dtype, Rule::Values]);
+    /// ```
+    pub fn rules_of(violations: &[Violation]) -> Vec<Rule> {
+        let mut rules: Vec<Rule> = violations.iter().map(|violation| violation.rule).collect();
+        rules.sort();
+        rules.dedup();
+        rules
+    }
+}
+
 /// A rule the oracle could not judge on this case, and why. Never a pass.
 #[derive(Clone, Debug, Eq, PartialEq, Serialize, serde::Deserialize)]
 pub struct Unchecked {
@@ -101,14 +121,7 @@ impl Judgement {
 
     /// The rules broken, in catalogue order, without repeats.
     pub fn rules(&self) -> Vec<Rule> {
-        let mut rules: Vec<Rule> = self
-            .violations
-            .iter()
-            .map(|violation| violation.rule)
-            .collect();
-        rules.sort();
-        rules.dedup();
-        rules
+        Violation::rules_of(&self.violations)
     }
 
     /// Take `rule` out of the judgement: it no longer counts as checked,
