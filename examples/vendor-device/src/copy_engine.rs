@@ -6,9 +6,15 @@
 //! later copy), or when it has sat in the queue for the batching window.
 //! A copy nobody waits for therefore lands a window after it was queued,
 //! and memory it writes holds poison until then.
+//!
+//! A host thread that waits for a copy spins for a moment before it
+//! sleeps, as CUDA's default schedule (`cudaDeviceScheduleAuto`) does on a
+//! machine with more cores than devices: a short copy then lands without
+//! the waiting thread being put to sleep and woken again.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,6 +24,11 @@ use std::time::{Duration, Instant};
 /// memory it writes: an allocation whose tensors are dropped while a copy
 /// into it is queued is freed once the copy is done, on the worker.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
+
+/// How long a host thread waiting for a copy spins before it sleeps.
+/// Waking a sleeping thread costs tens of microseconds, about as much as a
+/// small copy takes.
+const WAIT_SPIN: Duration = Duration::from_micros(50);
 
 struct Queued {
     number: u64,
@@ -39,7 +50,10 @@ struct Shared {
     queue: Mutex<Queue>,
     work: Condvar,
     /// Number of the last copy that landed (they land in order).
-    landed: Mutex<u64>,
+    landed: AtomicU64,
+    /// Held to sleep on `landed_signal` and to signal it, so that a waiter
+    /// that found its copy not landed cannot miss the signal.
+    landed_lock: Mutex<()>,
     landed_signal: Condvar,
     window: Duration,
 }
@@ -49,26 +63,44 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Ask for copies up to `number` now. The worker is woken only when
+    /// that asks for something new: a ring for copies already asked for
+    /// (or landed) leaves it asleep.
     fn ring(&self, number: u64) {
         let mut queue = lock(&self.queue);
-        queue.doorbell = queue.doorbell.max(number);
+        if number <= queue.doorbell {
+            return;
+        }
+        queue.doorbell = number;
         drop(queue);
         self.work.notify_all();
     }
 
+    /// Ring for `number`, spin for [`WAIT_SPIN`] while it lands, then
+    /// sleep until it has.
     fn wait(&self, number: u64) {
+        if self.has_landed(number) {
+            return;
+        }
         self.ring(number);
-        let mut landed = lock(&self.landed);
-        while *landed < number {
-            landed = self
+        let start = Instant::now();
+        while start.elapsed() < WAIT_SPIN {
+            if self.has_landed(number) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        let mut guard = lock(&self.landed_lock);
+        while !self.has_landed(number) {
+            guard = self
                 .landed_signal
-                .wait(landed)
+                .wait(guard)
                 .unwrap_or_else(PoisonError::into_inner);
         }
     }
 
     fn has_landed(&self, number: u64) -> bool {
-        *lock(&self.landed) >= number
+        self.landed.load(Ordering::Acquire) >= number
     }
 
     /// The worker: start the first queued copy once it is asked for or its
@@ -102,7 +134,8 @@ impl Shared {
             // A copy that panics still counts as landed, so that nobody
             // waits for it forever; its memory keeps its poison.
             let _ = catch_unwind(AssertUnwindSafe(copy.job));
-            *lock(&self.landed) = copy.number;
+            self.landed.store(copy.number, Ordering::Release);
+            drop(lock(&self.landed_lock));
             self.landed_signal.notify_all();
             queue = lock(&self.queue);
         }
@@ -158,7 +191,8 @@ impl CopyEngine {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             work: Condvar::new(),
-            landed: Mutex::new(0),
+            landed: AtomicU64::new(0),
+            landed_lock: Mutex::new(()),
             landed_signal: Condvar::new(),
             window,
         });
@@ -181,13 +215,19 @@ impl CopyEngine {
         queue.queued += 1;
         let number = queue.queued;
         let job = make(number);
+        // A worker with copies queued already waits out the first one's
+        // window, which a later copy does not change: only an idle worker
+        // needs waking, to start timing this one.
+        let was_idle = queue.jobs.is_empty();
         queue.jobs.push_back(Queued {
             number,
             queued_at: Instant::now(),
             job,
         });
         drop(queue);
-        self.shared.work.notify_all();
+        if was_idle {
+            self.shared.work.notify_all();
+        }
         CopyTicket {
             number,
             shared: Arc::clone(&self.shared),
