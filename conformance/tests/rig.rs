@@ -258,17 +258,39 @@ fn provider_errors_and_panics_are_outcomes_and_the_rig_stays_usable() {
     }
 }
 
+/// One plan per dtype, rank and layout kind: the rig's program is
+/// shape-generic, so cases of other shapes reuse it, each through its own
+/// provider call.
 #[test]
-fn prepared_plans_are_reused_per_signature() {
+fn prepared_plans_are_reused_per_dtype_rank_and_layout_kind() {
     let (route, provider) = reference(Route::host_to_sim().unwrap());
-    let mut rig = Rig::new(route, provider).unwrap();
-    let small = Case::patterned(DType::F32, vec![4], Layout::Owned).unwrap();
-    rig.run(&small).unwrap();
-    rig.run(&small).unwrap();
-    assert_eq!(rig.prepared_count(), 1);
-    rig.run(&Case::patterned(DType::F32, vec![5], Layout::Owned).unwrap())
+    let mut rig = Rig::new(route.clone(), provider).unwrap();
+    let view = ViewSpec {
+        backing_shape: vec![6],
+        axes: vec![ViewAxis {
+            first: 1,
+            step: 2,
+            len: 3,
+        }],
+        permutation: vec![],
+    };
+    for (shape, layout, plans) in [
+        (vec![4], Layout::Owned, 1),
+        (vec![4], Layout::Owned, 1),
+        (vec![5], Layout::Owned, 1),
+        (vec![0], Layout::Owned, 1),
+        (vec![2, 3], Layout::Owned, 2),
+        (vec![3], Layout::View(view), 3),
+    ] {
+        let case = Case::patterned(DType::F32, shape.clone(), layout).unwrap();
+        let outcome = rig.run(&case).unwrap();
+        assert_eq!(outcome.calls.len(), 1, "{shape:?}");
+        assert!(Oracle.judge(&case, &route, &outcome).passed(), "{shape:?}");
+        assert_eq!(rig.prepared_count(), plans, "{shape:?}");
+    }
+    rig.run(&Case::patterned(DType::F64, vec![4], Layout::Owned).unwrap())
         .unwrap();
-    assert_eq!(rig.prepared_count(), 2);
+    assert_eq!(rig.prepared_count(), 4);
 }
 
 #[test]

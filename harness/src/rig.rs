@@ -8,8 +8,11 @@ use std::sync::Arc;
 
 use crate::trace::{self, Trace};
 use crate::{EngineRole, read_compact, with_element};
+use tenferro_ops::ShapeExtent;
+use tenferro_ops::dim_expr::DimExpr;
+use tenferro_runtime::program::{CoreSemanticOp, ProgramInputSpec, ProgramValueMetadata};
 use tenferro_runtime::{
-    CompiledGraph, EventDomainId, ExecutionEngine, GraphCompiler, Prepared, Runtime, TracedTensor,
+    CompiledGraph, EventDomainId, ExecutionEngine, GraphCompiler, Prepared, Runtime, TraceContext,
     TransferProvider,
 };
 use tenferro_tensor::{DType, TensorRead};
@@ -24,14 +27,16 @@ use crate::{
     RuntimeVerdict, Spy,
 };
 
-/// What a `Prepared` depends on: tenferro specialises on dtype, shape and
-/// layout, so cases that agree on all three share one.
-type Signature = (DType, Vec<usize>, Layout);
+/// The cases that share a `Prepared`: the rig's program is shape-generic
+/// (its input's extents are symbolic), so one plan serves every shape of
+/// a dtype and rank, and owned tensors (`false`) and views (`true`) each
+/// have their own. A plan the runtime refuses for a case's input is
+/// prepared again for it ([`Rig::run`]).
+type Signature = (DType, usize, bool);
 
-/// The most programs and plans a rig keeps. Generated cases rarely repeat
-/// a signature, and each plan holds the runtime's specialisation of it, so
-/// an unbounded cache grows with every case of a long run; past this many
-/// both caches start again.
+/// The most programs and plans a rig keeps; past this many both caches
+/// start again. Each plan holds the runtime's specialisation of it, so an
+/// unbounded cache would grow with every signature of a long run.
 const CACHE_LIMIT: usize = 256;
 
 /// Runs cases on one route through a real runtime around one provider.
@@ -61,7 +66,7 @@ pub struct Rig {
     source: Box<dyn ExecutionEngine>,
     destination: Box<dyn ExecutionEngine>,
     event_domains: (EventDomainId, EventDomainId),
-    programs: HashMap<(DType, Vec<usize>), CompiledGraph>,
+    programs: HashMap<(DType, usize), CompiledGraph>,
     prepared: HashMap<Signature, Prepared>,
     /// Whether runtime outputs are held ([`Rig::keep_outputs`]).
     keeping: bool,
@@ -280,8 +285,9 @@ impl Rig {
     /// Returns [`HarnessError::Prepare`] if the runtime refuses to plan the
     /// route, or a staging error if tenferro rejects the case's input.
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
-        let signature: Signature = (case.dtype(), case.shape().to_vec(), case.layout().clone());
-        let program_key = (case.dtype(), case.shape().to_vec());
+        let rank = case.shape().len();
+        let signature: Signature = (case.dtype(), rank, matches!(case.layout(), Layout::View(_)));
+        let program_key = (case.dtype(), rank);
         if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(&signature) {
             self.prepared.clear();
         }
@@ -312,58 +318,37 @@ impl Rig {
         } = self;
         let program = match programs.entry(program_key) {
             Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => entry.insert(identity_program(case.dtype(), case.shape())?),
+            Entry::Vacant(entry) => entry.insert(identity_program(case.dtype(), rank)?),
         };
         spy.take();
         let ran = with_input(route.source(), case, |input| -> Result<Ran, HarnessError> {
             let input_before = read_backing(route.source(), &input);
             let staged = Sample::of(route.source(), counted).shows_more_than(&before[0]);
-            let plan = match prepared.entry(signature) {
-                Entry::Occupied(entry) => entry.into_mut(),
-                Entry::Vacant(entry) => entry.insert(
-                    runtime
-                        .prepare(
-                            program,
-                            std::slice::from_ref(&input),
-                            &[source.target(), destination.target()],
-                        )
-                        .map_err(|error| HarnessError::Prepare {
-                            route: route.label(),
-                            source: Box::new(error),
-                        })?,
-                ),
+            let targets = [source.target(), destination.target()];
+            let prepare = || {
+                runtime
+                    .prepare(program, std::slice::from_ref(&input), &targets)
+                    .map_err(|error| HarnessError::Prepare {
+                        route: route.label(),
+                        source: Box::new(error),
+                    })
             };
-            let run = catch_unwind(AssertUnwindSafe(|| {
-                let mut engines: [&mut dyn ExecutionEngine; 2] =
-                    [source.as_mut(), destination.as_mut()];
-                match runtime.run(&mut engines, plan, std::slice::from_ref(&input)) {
-                    Ok(outputs) => match outputs.into_iter().next() {
-                        Some(output) => {
-                            let observed = observe(output.read());
-                            // Held only when asked: held, it keeps the
-                            // provider's allocation alive where the
-                            // destination engine's reshape aliases it.
-                            let kept = keeping.then(|| output.into_owned()).flatten();
-                            Ok((observed, kept))
-                        }
-                        None => Err(RuntimeVerdict::Other {
-                            message: "the run returned no output".into(),
-                            chain: vec![],
-                        }),
-                    },
-                    Err(error) => Err(RuntimeVerdict::classify(&error, spy.last().as_ref())),
-                }
-            }));
-            let (verdict, kept) = match run {
-                Ok(Ok((output, kept))) => (RuntimeVerdict::Accepted(output), kept),
-                Ok(Err(verdict)) => (verdict, None),
-                Err(payload) => (
-                    RuntimeVerdict::Unwound {
-                        message: panic_message(payload.as_ref()),
-                    },
-                    None,
-                ),
+            let (plan, reused) = match prepared.entry(signature) {
+                Entry::Occupied(entry) => (entry.into_mut(), true),
+                Entry::Vacant(entry) => (entry.insert(prepare()?), false),
             };
+            let mut engines: [&mut dyn ExecutionEngine; 2] =
+                [source.as_mut(), destination.as_mut()];
+            let mut ran = execute(runtime, &mut engines, plan, &input, keeping, spy);
+            // A plan prepared for another case's input that the runtime
+            // refused before it called the provider (its specialisation
+            // did not fit this input): the case runs again on a plan
+            // prepared for it, as it would have without the cache.
+            if reused && !matches!(ran.0, RuntimeVerdict::Accepted(_)) && spy.last().is_none() {
+                *plan = prepare()?;
+                ran = execute(runtime, &mut engines, plan, &input, keeping, spy);
+            }
+            let (verdict, kept) = ran;
             // The transfer's output was read and dropped (unless held).
             let input_after = read_backing(route.source(), &input);
             Ok(Ran {
@@ -503,17 +488,78 @@ fn observe(read: TensorRead<'_>) -> RuntimeOutput {
     }
 }
 
-/// `x.reshape(shape)`: one transfer, and values left exactly as they arrive.
-fn identity_program(dtype: DType, shape: &[usize]) -> Result<CompiledGraph, HarnessError> {
-    let build = |error: tenferro_runtime::Error| {
-        HarnessError::runtime(
-            format!("building the identity program for {dtype:?} {shape:?}"),
-            error,
-        )
-    };
-    let x = TracedTensor::input_concrete_shape(dtype, shape).map_err(build)?;
-    let y = x.reshape(shape.to_vec()).map_err(build)?;
+/// One run of `plan` on `input`: the runtime's verdict, and the output
+/// when `keeping`. A panic anywhere in it is caught and becomes the
+/// verdict.
+fn execute(
+    runtime: &Runtime,
+    engines: &mut [&mut dyn ExecutionEngine; 2],
+    plan: &Prepared,
+    input: &TensorRead<'_>,
+    keeping: bool,
+    spy: &Spy,
+) -> (RuntimeVerdict, Option<tenferro_tensor::Tensor>) {
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        match runtime.run(engines, plan, std::slice::from_ref(input)) {
+            Ok(outputs) => match outputs.into_iter().next() {
+                Some(output) => {
+                    let observed = observe(output.read());
+                    // Held only when asked: held, it keeps the provider's
+                    // allocation alive where the destination engine's
+                    // reshape aliases it.
+                    let kept = keeping.then(|| output.into_owned()).flatten();
+                    Ok((observed, kept))
+                }
+                None => Err(RuntimeVerdict::Other {
+                    message: "the run returned no output".into(),
+                    chain: vec![],
+                }),
+            },
+            Err(error) => Err(RuntimeVerdict::classify(&error, spy.last().as_ref())),
+        }
+    }));
+    match run {
+        Ok(Ok((output, kept))) => (RuntimeVerdict::Accepted(output), kept),
+        Ok(Err(verdict)) => (verdict, None),
+        Err(payload) => (
+            RuntimeVerdict::Unwound {
+                message: panic_message(payload.as_ref()),
+            },
+            None,
+        ),
+    }
+}
+
+/// `x.reshape(shape of x)` for an input of `dtype` and `rank` whose extents
+/// are symbolic: one transfer, values left exactly as they arrive, and one
+/// program (and one plan, [`Signature`]) for every shape of that rank.
+fn identity_program(dtype: DType, rank: usize) -> Result<CompiledGraph, HarnessError> {
+    let context = || format!("building the identity program for {dtype:?} of rank {rank}");
+    let extents = || (0..rank).map(|axis| DimExpr::InputDim { input_idx: 0, axis });
+    let mut trace = TraceContext::new();
+    let x = trace
+        .input(ProgramInputSpec::from_metadata(
+            ProgramValueMetadata::from_extents(dtype, extents().map(ShapeExtent::Exact)),
+        ))
+        .map_err(|error| HarnessError::runtime(context(), error))?;
+    // The same extents, the first written `d0 * 1`: tenferro's compiler
+    // drops a reshape whose extents are literally its input's own, which
+    // would hand the input back without a transfer.
+    let to_shape = extents()
+        .enumerate()
+        .map(|(axis, extent)| match axis {
+            0 => DimExpr::Mul(Box::new(extent), Box::new(DimExpr::Const(1))),
+            _ => extent,
+        })
+        .collect();
+    let reshape = CoreSemanticOp::Reshape { to_shape };
+    let y = trace
+        .add_op(reshape, &[x])
+        .map_err(|error| HarnessError::runtime(context(), error))?;
+    let graph = trace
+        .finish(&y)
+        .map_err(|error| HarnessError::runtime(context(), error))?;
     GraphCompiler::new()
-        .compile_with_input_specs(&y, &[(&x, dtype, shape)])
-        .map_err(build)
+        .compile_traced_graph(&graph)
+        .map_err(|error| HarnessError::runtime(context(), error))
 }
