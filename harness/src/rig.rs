@@ -174,7 +174,8 @@ impl Rig {
         &self.route
     }
 
-    /// Number of distinct prepared signatures held.
+    /// Number of prepared plans held: one per dtype, rank and layout kind
+    /// (owned or view) of the cases run, since a plan serves every shape.
     pub fn prepared_count(&self) -> usize {
         self.prepared.len()
     }
