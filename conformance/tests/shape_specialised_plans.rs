@@ -1,34 +1,52 @@
-//! A destination whose engine specialises each plan on every extent of
-//! its input, as an engine that compiles a kernel per shape does, written
-//! from the public API alone. The rig keeps one shape-generic plan per
-//! dtype, rank and layout kind; the runtime refuses that plan, before the
-//! provider is called, for an input of another shape. The rig must then
-//! prepare again for the case, not report the refusal as the provider's
-//! or the runtime's failure.
+//! Destinations whose engines plan differently from the built-in ones,
+//! written from the public API alone. The rig keeps one shape-generic plan
+//! per dtype, rank and layout kind (its program's extents are symbolic);
+//! here, one engine specialises each plan on every extent of its input, as
+//! an engine that compiles a kernel per shape does (the runtime then
+//! refuses a kept plan for another shape, before the provider is called),
+//! and one cannot plan symbolic extents at all. Either way the case must
+//! run as it would on a plan made for it alone, not fail as the
+//! provider's or the runtime's fault.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tenferro_cpu::CpuEngine;
+use tenferro_ops::dim_expr::DimExpr;
+use tenferro_runtime::program::{CoreSemanticOp, SemanticOpRef};
 use tenferro_runtime::{
     CorePrepareContext, InputSpecializationRequirements, LayoutPrepareRequest, LayoutRuntime,
     PrepareCapability, PrepareError, PreparedOperation, PreparedOperationBinding,
-    PreparedOperationPlan, SpecializationProjection, SpecializationRequirements,
+    PreparedOperationPlan, SpecializationProjection, SpecializationRequirements, UnsupportedReason,
 };
 use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::harness::{Oracle, Rig, RuntimeVerdict};
 
-/// Prepares a plan only once the runtime has pinned every extent of every
-/// input; until then it asks for that specialisation.
+/// How the test engine plans the destination's reshape.
+#[derive(Clone, Copy, Debug)]
+enum Planning {
+    /// Only once the runtime has pinned every extent of every input;
+    /// until then it asks for that specialisation.
+    PerShape,
+    /// Only a reshape whose extents are constants; symbolic ones are
+    /// unsupported.
+    ConstantExtents,
+}
+
+/// The engine's layout runtime; `plans` counts the plans it made.
 #[derive(Debug)]
-struct PerShapePreparer;
+struct Preparer {
+    planning: Planning,
+    plans: Arc<AtomicUsize>,
+}
 
 #[derive(Debug)]
-struct PerShapeOperation {
+struct MetadataOperation {
     binding: PreparedOperationBinding,
     specialization: SpecializationProjection,
 }
 
-impl PreparedOperation for PerShapeOperation {
+impl PreparedOperation for MetadataOperation {
     fn binding(&self) -> &PreparedOperationBinding {
         &self.binding
     }
@@ -42,27 +60,23 @@ impl PreparedOperation for PerShapeOperation {
     }
 }
 
-fn per_shape_plan(context: &CorePrepareContext<'_>) -> Result<PrepareCapability, PrepareError> {
+/// The specialisation that pins every extent of `context`'s inputs, when
+/// it does not pin them yet.
+fn every_extent_pinned(context: &CorePrepareContext<'_>) -> Option<SpecializationRequirements> {
     let ranks: Vec<usize> = context
         .inputs()
         .entries()
         .iter()
         .map(|entry| entry.shape().len())
         .collect();
-    let pinned = context.specialization().inputs().len() == ranks.len()
-        && context
-            .specialization()
-            .inputs()
+    let inputs = context.specialization().inputs();
+    let pinned = inputs.len() == ranks.len()
+        && inputs
             .iter()
             .zip(&ranks)
             .all(|(input, &rank)| input.concrete_dimensions().len() == rank);
     if pinned {
-        return Ok(PrepareCapability::Prepared(
-            PreparedOperationPlan::metadata(Arc::new(PerShapeOperation {
-                binding: context.binding().clone(),
-                specialization: context.specialization().clone(),
-            })),
-        ));
+        return None;
     }
     let inputs = ranks
         .iter()
@@ -75,31 +89,59 @@ fn per_shape_plan(context: &CorePrepareContext<'_>) -> Result<PrepareCapability,
         })
         .collect::<Result<Vec<_>, _>>()
         .expect("valid requirements");
-    Ok(PrepareCapability::NeedsSpecialization(
-        SpecializationRequirements::new(inputs),
-    ))
+    Some(SpecializationRequirements::new(inputs))
 }
 
-impl LayoutRuntime for PerShapePreparer {
+impl LayoutRuntime for Preparer {
     fn prepare(
         &self,
         request: LayoutPrepareRequest<'_>,
     ) -> Result<PrepareCapability, PrepareError> {
-        per_shape_plan(request.context())
+        let context = request.context();
+        match self.planning {
+            Planning::PerShape => {
+                if let Some(wider) = every_extent_pinned(context) {
+                    return Ok(PrepareCapability::NeedsSpecialization(wider));
+                }
+            }
+            Planning::ConstantExtents => {
+                if let SemanticOpRef::Core(CoreSemanticOp::Reshape { to_shape }) =
+                    request.operation().op()
+                    && !to_shape
+                        .iter()
+                        .all(|extent| matches!(extent, DimExpr::Const(_)))
+                {
+                    return Ok(PrepareCapability::Unsupported(
+                        UnsupportedReason::Operation {
+                            operation: "reshape to symbolic extents",
+                        },
+                    ));
+                }
+            }
+        }
+        self.plans.fetch_add(1, Ordering::SeqCst);
+        Ok(PrepareCapability::Prepared(
+            PreparedOperationPlan::metadata(Arc::new(MetadataOperation {
+                binding: context.binding().clone(),
+                specialization: context.specialization().clone(),
+            })),
+        ))
     }
 }
 
-/// A vendor's CPU device whose engine prepares per shape.
+/// A vendor's CPU device whose engine plans its reshape as `planning` says.
 #[derive(Debug)]
-struct PerShapeCpu {
+struct PlanningCpu {
     id: EngineId,
+    planning: Planning,
+    plans: Arc<AtomicUsize>,
 }
 
-impl DeviceEndpoint for PerShapeCpu {
+impl DeviceEndpoint for PlanningCpu {
     fn describe(&self) -> DeviceDescription {
         DeviceDescription::new(
-            "per-shape-cpu",
-            "per-shape-cpu",
+            "planning-cpu",
+            "planning-cpu",
             self.id.clone(),
             StorageClass::new("tenferro-cpu.host.v1").expect("tenferro-cpu's storage class"),
             PlacementRule::Host,
@@ -108,12 +150,15 @@ impl DeviceEndpoint for PerShapeCpu {
     }
 
     fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
-        let provider = ProviderId::new("example.per-shape").adapter_context("provider id")?;
+        let provider = ProviderId::new("example.planning").adapter_context("provider id")?;
         let identity =
             ProviderDeviceIdentity::new(provider, "cpu:0").adapter_context("device identity")?;
-        let hardware = HardwareClassId::new("example.per-shape.v1").adapter_context("hardware")?;
+        let hardware = HardwareClassId::new("example.planning.v1").adapter_context("hardware")?;
         let mut bundle = CoreCapabilityBundle::builder();
-        bundle.layout(Arc::new(PerShapePreparer));
+        bundle.layout(Arc::new(Preparer {
+            planning: self.planning,
+            plans: Arc::clone(&self.plans),
+        }));
         self.describe()
             .registration::<CpuEngine>(role, identity, hardware, bundle.build())
     }
@@ -125,36 +170,81 @@ impl DeviceEndpoint for PerShapeCpu {
     }
 }
 
-fn route() -> Result<Route, HarnessError> {
-    let id = EngineId::new("example.per-shape.cpu0.v1").adapter_context("engine id")?;
-    Route::new(Endpoint::host("host")?, Endpoint::new(PerShapeCpu { id }))
+/// Host to a [`PlanningCpu`]; the counter of the plans its engine made.
+fn route(planning: Planning) -> Result<(Route, Arc<AtomicUsize>), HarnessError> {
+    let id = EngineId::new("example.planning.cpu0.v1").adapter_context("engine id")?;
+    let plans = Arc::new(AtomicUsize::new(0));
+    let device = PlanningCpu {
+        id,
+        planning,
+        plans: Arc::clone(&plans),
+    };
+    Ok((
+        Route::new(Endpoint::host("host")?, Endpoint::new(device))?,
+        plans,
+    ))
 }
 
-#[test]
-fn a_plan_refused_for_another_shape_is_prepared_again_for_the_case() {
-    let route = route().unwrap();
+/// Runs `shapes` of F32 through a rig on `planning`'s device: each case is
+/// accepted with one provider call and passes the oracle. Returns how
+/// many plans the engine made.
+fn run_shapes(planning: Planning, shapes: &[&[usize]]) -> usize {
+    let (route, plans) = route(planning).unwrap();
     let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
-    // One rank and dtype, so one cached plan, refused for each new shape.
-    for shape in [vec![4], vec![5], vec![4], vec![1], vec![0]] {
-        let case = Case::patterned(DType::F32, shape.clone(), Layout::Owned).unwrap();
+    for shape in shapes {
+        let case = Case::patterned(DType::F32, shape.to_vec(), Layout::Owned).unwrap();
         let outcome = rig.run(&case).unwrap();
         assert!(
             matches!(outcome.runtime, RuntimeVerdict::Accepted(_)),
-            "{shape:?}: {:?}",
+            "{planning:?} {shape:?}: {:?}",
             outcome.runtime
         );
-        assert_eq!(outcome.calls.len(), 1, "{shape:?}: one provider call");
+        assert_eq!(
+            outcome.calls.len(),
+            1,
+            "{planning:?} {shape:?}: one provider call"
+        );
         let judgement = Oracle.judge(&case, &route, &outcome);
-        assert!(judgement.passed(), "{shape:?}: {:?}", judgement.rules());
+        assert!(
+            judgement.passed(),
+            "{planning:?} {shape:?}: {:?}",
+            judgement.rules()
+        );
     }
+    plans.load(Ordering::SeqCst)
 }
 
 #[test]
-fn a_correct_provider_passes_the_suite_on_a_device_that_prepares_per_shape() {
-    let suite = ProviderSuite::new("per-shape", Level::V1)
-        .route("copy", route, |_| {
-            Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>)
-        })
+fn a_kept_plan_refused_for_another_shape_runs_the_case_on_a_plan_of_its_own() {
+    // One dtype and rank: one kept plan, pinned to [4]. [5], [1] and [0]
+    // each need a plan of their own; the second [4] fits the kept one.
+    // Four plans show that the engine did specialise (one plan would
+    // have served all five otherwise).
+    let plans = run_shapes(Planning::PerShape, &[&[4], &[5], &[4], &[1], &[0]]);
+    assert_eq!(plans, 4);
+}
+
+#[test]
+fn an_engine_that_cannot_plan_symbolic_extents_gets_a_plan_per_shape() {
+    // A plan per shape, with constant extents: the symbolic program was
+    // refused, so no plan serves another shape. (The second [4] reuses
+    // the first's: tenferro keeps prepared plans of equal programs.)
+    let plans = run_shapes(Planning::ConstantExtents, &[&[4], &[5], &[4], &[2, 3]]);
+    assert_eq!(plans, 3);
+}
+
+#[rstest::rstest]
+#[case::per_shape(Planning::PerShape)]
+#[case::constant_extents(Planning::ConstantExtents)]
+fn a_correct_provider_passes_the_suite_on_a_device_that_plans_its_own_way(
+    #[case] planning: Planning,
+) {
+    let suite = ProviderSuite::new("planning", Level::V1)
+        .route(
+            "copy",
+            move || route(planning).map(|(route, _)| route),
+            |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>),
+        )
         .seed(31);
     let report = suite.run();
     assert!(

@@ -2,7 +2,7 @@
 //! for one route, with a program that can only run if the input moves.
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use tenferro_ops::dim_expr::DimExpr;
 use tenferro_runtime::program::{CoreSemanticOp, ProgramInputSpec, ProgramValueMetadata};
 use tenferro_runtime::{
     CompiledGraph, EventDomainId, ExecutionEngine, GraphCompiler, Prepared, Runtime, TraceContext,
-    TransferProvider,
+    TracedTensor, TransferProvider,
 };
 use tenferro_tensor::{DType, TensorRead};
 
@@ -30,8 +30,9 @@ use crate::{
 /// The cases that share a `Prepared`: the rig's program is shape-generic
 /// (its input's extents are symbolic), so one plan serves every shape of
 /// a dtype and rank, and owned tensors (`false`) and views (`true`) each
-/// have their own. A plan the runtime refuses for a case's input is
-/// prepared again for it ([`Rig::run`]).
+/// have their own. Where the engines cannot plan it, or refuse a kept
+/// plan for a case's shape, the case runs on a plan of its own
+/// ([`Rig::run`]).
 type Signature = (DType, usize, bool);
 
 /// The most programs and plans a rig keeps; past this many both caches
@@ -68,6 +69,9 @@ pub struct Rig {
     event_domains: (EventDomainId, EventDomainId),
     programs: HashMap<(DType, usize), CompiledGraph>,
     prepared: HashMap<Signature, Prepared>,
+    /// Signatures whose engines could not prepare or run the shape-generic
+    /// program: their cases run on a plan of their own.
+    shape_specific: HashSet<Signature>,
     /// Whether runtime outputs are held ([`Rig::keep_outputs`]).
     keeping: bool,
     /// The outputs held, oldest first.
@@ -164,6 +168,7 @@ impl Rig {
             event_domains,
             programs: HashMap::new(),
             prepared: HashMap::new(),
+            shape_specific: HashSet::new(),
             keeping: false,
             held: VecDeque::new(),
         })
@@ -291,6 +296,7 @@ impl Rig {
         let program_key = (case.dtype(), rank);
         if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(&signature) {
             self.prepared.clear();
+            self.shape_specific.clear();
         }
         if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(&program_key) {
             self.programs.clear();
@@ -315,6 +321,7 @@ impl Rig {
             destination,
             programs,
             prepared,
+            shape_specific,
             ..
         } = self;
         let program = match programs.entry(program_key) {
@@ -326,7 +333,7 @@ impl Rig {
             let input_before = read_backing(route.source(), &input);
             let staged = Sample::of(route.source(), counted).shows_more_than(&before[0]);
             let targets = [source.target(), destination.target()];
-            let prepare = || {
+            let prepare = |program: &CompiledGraph| {
                 runtime
                     .prepare(program, std::slice::from_ref(&input), &targets)
                     .map_err(|error| HarnessError::Prepare {
@@ -334,22 +341,51 @@ impl Rig {
                         source: Box::new(error),
                     })
             };
-            let (plan, reused) = match prepared.entry(signature) {
-                Entry::Occupied(entry) => (entry.into_mut(), true),
-                Entry::Vacant(entry) => (entry.insert(prepare()?), false),
-            };
+            // A run that never called the provider: refused before it got
+            // there (or done without a transfer), so nothing of the case
+            // has happened yet, and it runs again on its own program.
+            let untouched = || spy.last().is_none();
             let mut engines: [&mut dyn ExecutionEngine; 2] =
                 [source.as_mut(), destination.as_mut()];
-            let mut ran = execute(runtime, &mut engines, plan, &input, keeping, spy);
-            // A plan prepared for another case's input that the runtime
-            // refused before it called the provider (its specialisation
-            // did not fit this input): the case runs again on a plan
-            // prepared for it, as it would have without the cache.
-            if reused && !matches!(ran.0, RuntimeVerdict::Accepted(_)) && spy.last().is_none() {
-                *plan = prepare()?;
-                ran = execute(runtime, &mut engines, plan, &input, keeping, spy);
+            let mut ran = None;
+            if !shape_specific.contains(&signature) {
+                let kept = match prepared.entry(signature) {
+                    Entry::Occupied(entry) => Some((entry.into_mut(), true)),
+                    Entry::Vacant(entry) => prepare(program)
+                        .ok()
+                        .map(|plan| (entry.insert(plan), false)),
+                };
+                match kept {
+                    Some((plan, reused)) => {
+                        let attempt = execute(runtime, &mut engines, plan, &input, keeping, spy);
+                        if !untouched() {
+                            ran = Some(attempt);
+                        } else if !reused {
+                            // Its own fresh plan never reached the provider:
+                            // the engines cannot run the shape-generic
+                            // program.
+                            prepared.remove(&signature);
+                            shape_specific.insert(signature);
+                        }
+                        // A kept plan refused for this shape (an engine
+                        // that specialises on extents) stays for its own.
+                    }
+                    None => {
+                        shape_specific.insert(signature);
+                    }
+                }
             }
-            let (verdict, kept) = ran;
+            // Otherwise the case runs as it would with no cache: on the
+            // program of its own shape, prepared for it, whose verdict
+            // stands.
+            let (verdict, kept) = match ran {
+                Some(ran) => ran,
+                None => {
+                    let own = shape_program(case.dtype(), case.shape())?;
+                    let plan = prepare(&own)?;
+                    execute(runtime, &mut engines, &plan, &input, keeping, spy)
+                }
+            };
             // The transfer's output was read and dropped (unless held).
             let input_after = read_backing(route.source(), &input);
             Ok(Ran {
@@ -529,6 +565,22 @@ fn execute(
             None,
         ),
     }
+}
+
+/// `x.reshape(shape)` for an input of exactly `dtype` and `shape`: the
+/// program of a case whose engines cannot plan the shape-generic one.
+fn shape_program(dtype: DType, shape: &[usize]) -> Result<CompiledGraph, HarnessError> {
+    let build = |error: tenferro_runtime::Error| {
+        HarnessError::runtime(
+            format!("building the identity program for {dtype:?} {shape:?}"),
+            error,
+        )
+    };
+    let x = TracedTensor::input_concrete_shape(dtype, shape).map_err(build)?;
+    let y = x.reshape(shape.to_vec()).map_err(build)?;
+    GraphCompiler::new()
+        .compile_with_input_specs(&y, &[(&x, dtype, shape)])
+        .map_err(build)
 }
 
 /// `x.reshape(shape of x)` for an input of `dtype` and `rank` whose extents
