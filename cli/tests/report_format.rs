@@ -223,6 +223,8 @@ fn the_generated_run_json_is_documented_field_by_field() {
                 seed: 3,
                 specials: 16,
                 values: Default::default(),
+                twin: None,
+                with: Vec::new(),
             },
             violations: vec![ViolationRow {
                 rule: "values".to_owned(),

@@ -1,9 +1,11 @@
 //! Writes the checked-in seed corpus of the fuzz targets
 //! (`fuzz/seeds/<target>/`): deterministic pseudo-random inputs, kept when
 //! they reach something no earlier seed reached (a built-in provider's
-//! reference pass, each broken provider of the self-test caught on its
-//! rules, each device fault plan, each dtype as an owned tensor and as a
-//! view).
+//! reference pass on an owned tensor, on a view and with inputs moved in
+//! the same run, each broken provider of the self-test exercised plainly
+//! caught on its rules, each `corner-*` fault, each device fault plan, each
+//! dtype as an owned tensor and as a view).
+//! A target's folder is written afresh.
 //!
 //! ```sh
 //! cargo run --release -p tenferro-transfer-conformance --example fuzz_seeds
@@ -17,6 +19,7 @@ use tenferro_transfer_conformance::BUILTIN_PROVIDERS;
 use tenferro_transfer_conformance::fuzzing::{Checked, ContractFuzzer, ContractInput, HostFuzzer};
 use tenferro_transfer_conformance::harness::Layout;
 use tenferro_transfer_conformance::harness::strategy::Recipe;
+use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::selftest;
 
 /// Inputs tried per target before giving up on classes not yet reached.
@@ -37,6 +40,9 @@ fn bytes(seed: u64, len: usize) -> Vec<u8> {
 }
 
 fn write(dir: &Path, seeds: &BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
     std::fs::create_dir_all(dir)?;
     for (name, data) in seeds {
         std::fs::write(dir.join(name), data)?;
@@ -55,8 +61,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }));
 
+    let plainly = selftest::catalogue()
+        .iter()
+        .filter(|spec| {
+            spec.exercised == selftest::Exercised::Plainly
+                && spec.devices == selftest::Devices::AsBuilt
+        })
+        .count();
+    let corners: Vec<Fault> = Fault::ALL
+        .into_iter()
+        .filter(|fault| fault.name().starts_with("corner-"))
+        .collect();
     let wanted =
-        selftest::catalogue().len() + selftest::device_faults().len() + BUILTIN_PROVIDERS.len();
+        plainly + corners.len() + selftest::device_faults().len() + 3 * BUILTIN_PROVIDERS.len();
     let mut contract = ContractFuzzer::new();
     let mut seeds = BTreeMap::new();
     for seed in 0..TRIES {
@@ -66,7 +83,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let provider = BUILTIN_PROVIDERS[input.provider % BUILTIN_PROVIDERS.len()].name;
         let class = match contract.check(&input)? {
+            Checked::ReferencePassed if !input.recipe.with.is_empty() => {
+                format!("reference-{provider}-together")
+            }
+            Checked::ReferencePassed if matches!(input.recipe.layout, Layout::View(_)) => {
+                format!("reference-{provider}-view")
+            }
             Checked::ReferencePassed => format!("reference-{provider}"),
+            Checked::Invariants
+                if input.faults.len() == 1 && corners.contains(&input.faults[0]) =>
+            {
+                format!("broken-{}", input.faults[0].name())
+            }
             Checked::Caught { provider } => format!("broken-{provider}"),
             Checked::DeviceFaultCaught { plan } => plan.replace(':', "-"),
             _ => continue,

@@ -26,7 +26,8 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Route, RouteDeadline, Watchdog, describe_error, panic_message,
+    DEFAULT_DEADLINE, HarnessError, ProviderResult, ReadBack, Route, RouteDeadline, Rule, Watchdog,
+    describe_error, panic_message,
 };
 
 use crate::BuiltinProvider;
@@ -325,6 +326,76 @@ fn thread_cases(
         .collect()
 }
 
+/// One round in this many is a round of twins: every thread sends the same
+/// dtype, shape and layout, each with values of its own.
+pub const TWIN_ROUND_EVERY: usize = 4;
+
+/// Make every [`TWIN_ROUND_EVERY`]th round one of twins: each thread's
+/// case takes the first thread's dtype, shape and layout (one input, no
+/// twin of its own) and keeps its own seeded values. A provider that
+/// shares a staging buffer of one size between calls crosses their values
+/// only when calls of one size meet.
+fn same_shape_rounds(plans: &mut [Vec<Recipe>]) {
+    let Some((first, others)) = plans.split_first_mut() else {
+        return;
+    };
+    for (index, common) in first.iter_mut().enumerate() {
+        if index % TWIN_ROUND_EVERY != TWIN_ROUND_EVERY - 1 {
+            continue;
+        }
+        *common = common.clone().moved_with(Vec::new()).untwinned();
+        for plan in others.iter_mut() {
+            if let Some(own) = plan.get_mut(index) {
+                *own = Recipe {
+                    seed: own.seed,
+                    specials: own.specials,
+                    values: tenferro_transfer_harness::strategy::ValueSource::Seeded,
+                    ..common.clone()
+                };
+            }
+        }
+    }
+}
+
+/// Whether `index` is a round of twins ([`same_shape_rounds`]).
+fn twin_round(index: usize) -> bool {
+    index % TWIN_ROUND_EVERY == TWIN_ROUND_EVERY - 1
+}
+
+/// Whose input `run`'s output holds, when it is not its own: the thread of
+/// the same round whose case has those values, named in the `values`
+/// violation.
+fn name_crossed(run: &mut CaseRun, thread: usize, index: usize, plans: &[Vec<Recipe>]) {
+    let CaseRun::Judged(judgement, outcome) = run else {
+        return;
+    };
+    if !judgement.rules().contains(&Rule::Values) {
+        return;
+    }
+    let returned = match outcome.calls.last().map(|call| &call.result) {
+        Some(ProviderResult::Returned(returned)) => match &returned.bytes {
+            ReadBack::Bytes(bytes) => bytes.clone(),
+            _ => return,
+        },
+        _ => return,
+    };
+    let owner = plans.iter().enumerate().find(|(other, plan)| {
+        *other != thread
+            && plan
+                .get(index)
+                .and_then(|recipe| recipe.case().ok())
+                .is_some_and(|case| case.values() == returned.as_slice())
+    });
+    if let Some((other, _)) = owner {
+        judgement.annotate(
+            Rule::Values,
+            &format!(
+                "; the output holds the values that thread {other} sent in the same round, at the same moment: state shared between concurrent calls (a staging buffer, a pool) crossed them"
+            ),
+        );
+    }
+}
+
 /// Drive `provider` on `route` from `options.threads` threads at once,
 /// `options.repeats` times, with cases of `profile` inside `capabilities`.
 ///
@@ -345,9 +416,10 @@ pub(crate) fn drive(
     let threads = options.threads.max(1);
     // Views only where the source can stage them.
     let capabilities = &crate::generated::staged_views(capabilities, route);
-    let plans: Vec<Vec<Recipe>> = (0..threads)
+    let mut plans: Vec<Vec<Recipe>> = (0..threads)
         .map(|thread| thread_cases(profile, capabilities, options, thread))
         .collect::<Result<_, _>>()?;
+    same_shape_rounds(&mut plans);
     let mut calls = Vec::new();
     for repeat in 0..options.repeats {
         let clock = AtomicU64::new(0);
@@ -362,13 +434,14 @@ pub(crate) fn drive(
             barrier: &barrier,
             stop: &stop,
         };
+        let plans_ref: &[Vec<Recipe>] = &plans;
         let per_thread: Vec<Vec<Call>> = std::thread::scope(|scope| {
             let workers: Vec<_> = plans
                 .iter()
                 .enumerate()
                 .map(|(thread, plan)| {
                     let shared = &shared;
-                    scope.spawn(move || shared.run_thread(thread, plan))
+                    scope.spawn(move || shared.run_thread(thread, plan, plans_ref))
                 })
                 .collect();
             workers
@@ -406,7 +479,7 @@ impl Shared<'_> {
     /// flag. Every flag is set between the two barriers of a round and
     /// read after the second, so all threads read the same value and stop
     /// after the same round.
-    fn run_thread(&self, thread: usize, plan: &[Recipe]) -> Vec<Call> {
+    fn run_thread(&self, thread: usize, plan: &[Recipe], plans: &[Vec<Recipe>]) -> Vec<Call> {
         let mut watchdog = Watchdog::new(
             self.route.clone(),
             Arc::clone(self.provider),
@@ -418,7 +491,10 @@ impl Shared<'_> {
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
             let (outcome, accounting_seen) = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    let run = run_recipe(watchdog, self.route, recipe);
+                    let mut run = run_recipe(watchdog, self.route, recipe);
+                    if twin_round(index) {
+                        name_crossed(&mut run, thread, index, plans);
+                    }
                     let seen = matches!(&run, CaseRun::Judged(_, outcome)
                         if outcome.calls.first().and_then(|call| call.destination_saw_output) == Some(true));
                     (CaseOutcome::from(run), seen)

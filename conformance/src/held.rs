@@ -1,25 +1,40 @@
 //! The pass that holds outputs alive (`output-stable`): a route's fixed
 //! cases run again in pairs of the same dtype and length (the case, then
-//! one of the same size with other values), each output held as the
-//! caller would hold it and read again after every later call and at the
-//! end. The memory the devices keep over the pass is judged as a whole
-//! (`no-leak`): outputs held on purpose are no leak, and once they are
-//! released nothing of the pass may remain.
+//! one of the same size with other values), both moved in one run, so the
+//! runtime holds the provider's first output while the second moves, and
+//! the program reads it again at the end, as any program that moves two
+//! inputs to a device does. Each run's outputs are then held as the caller
+//! would hold them, and read again after every later run and at the end.
+//! Every input is judged on every rule; the memory the devices keep over
+//! the pass is judged as a whole (`no-leak`): outputs held on purpose are
+//! no leak, and once they are released nothing of the pass may remain.
 
 use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
 use tenferro_transfer_harness::{
-    HeldOutputs, Oracle, PhaseMemory, Route, Watchdog, describe_error,
+    HeldOutputs, Judgement, Oracle, PhaseMemory, Route, Watchdog, describe_error,
 };
 
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
-use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::runner::{CaseRun, JudgedAs, input_label, run_cases};
 
 /// The largest case the pass holds, in elements: a few outputs of it are
 /// held at once, and the pass's memory must stay within a few large cases.
 pub const HELD_MAX_ELEMENTS: usize = 1 << 16;
 
-/// The two records of a held pass: what reading the held outputs again
-/// found, and the memory the devices kept over the pass.
+/// The recipe of the input moved after `recipe` in the held pass: the same
+/// dtype, shape and layout, with other values.
+pub(crate) fn sibling(recipe: &Recipe) -> Recipe {
+    Recipe {
+        values: ValueSource::Seeded,
+        seed: recipe.seed.wrapping_add(1),
+        specials: 16,
+        ..recipe.clone().untwinned()
+    }
+}
+
+/// The two records of a held pass: every input judged on every rule (the
+/// held outputs read again among them), and the memory the devices kept
+/// over the pass.
 pub(crate) fn held_pass(
     rig: &mut Watchdog,
     route: &Route,
@@ -28,36 +43,126 @@ pub(crate) fn held_pass(
     head: &RowHead,
 ) -> [CaseRecord; 2] {
     let phase = PhaseMemory::start(route);
+    let pass = hold_pairs(rig, route, recipes);
+    let HeldPass {
+        mut found,
+        mut parts,
+        runs,
+        not_run,
+        accounting_seen,
+        released,
+    } = pass;
+    // Memory that stayed after the pass: kept by the provider and reused,
+    // or leaked? The pass once more tells.
+    let memory = phase.finish_repeating(
+        route,
+        accounting_seen,
+        &rig.route_deadline().clone(),
+        || {
+            let _ = hold_pairs(rig, route, recipes);
+        },
+    );
+    let stable: Result<Judgement, String> = match released {
+        Ok(last) => {
+            found.reread += last.reread;
+            found.changed.extend(last.changed);
+            match not_run.first() {
+                Some(first) if parts.is_empty() => {
+                    Err(format!("no case of the held pass could run: {first}"))
+                }
+                _ => {
+                    // Output-stable over the whole pass, at the end; every
+                    // other rule on each input.
+                    parts.push((
+                        "the outputs held over the pass".to_owned(),
+                        Oracle.judge_held(&found),
+                    ));
+                    Ok(Judgement::merged(parts))
+                }
+            }
+        }
+        Err(error) => Err(describe_error(&error)),
+    };
+    let held_head = RowHead {
+        layout: format!(
+            "held: {runs} runs of two inputs of the same size, the outputs held and read again after every later transfer"
+        ),
+        ..head.clone()
+    };
+    let memory_head = RowHead {
+        layout: "held: the devices' memory over the held pass".to_owned(),
+        ..head.clone()
+    };
+    [
+        match stable {
+            Ok(judgement) => CaseRecord::judged(name, Origin::Held, held_head, &judgement),
+            Err(message) => CaseRecord::new(
+                name,
+                Origin::Held,
+                held_head,
+                CaseOutcome::NotSetUp { message },
+            ),
+        },
+        CaseRecord::judged(
+            name,
+            Origin::Held,
+            memory_head,
+            &Oracle.judge_phase_memory(&memory),
+        ),
+    ]
+}
+
+/// What one held pass found.
+struct HeldPass {
+    /// The held outputs read again, and those that changed.
+    found: HeldOutputs,
+    /// Every input's judgement, labelled.
+    parts: Vec<(String, Judgement)>,
+    /// Runs made.
+    runs: usize,
+    /// Why inputs could not run.
+    not_run: Vec<String>,
+    /// Whether the destination's accounting showed the held outputs.
+    accounting_seen: bool,
+    /// The held outputs' last reading, as they were released.
+    released: Result<HeldOutputs, tenferro_transfer_harness::HarnessError>,
+}
+
+/// Run every pair of `recipes` in one run each, holding their outputs,
+/// then release them.
+fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass {
+    let phase = PhaseMemory::start(route);
     rig.keep_outputs(true);
     let mut found = HeldOutputs::default();
-    let mut calls = 0;
+    let mut parts: Vec<(String, Judgement)> = Vec::new();
+    let mut runs = 0;
     let mut not_run: Vec<String> = Vec::new();
     for recipe in recipes {
         // The case, then one of the same dtype and length with other
-        // values: a provider that hands out a live allocation of that size
-        // writes into the first while the caller holds it.
-        let sibling = Recipe {
-            values: ValueSource::Seeded,
-            seed: recipe.seed.wrapping_add(1),
-            specials: 16,
-            ..recipe.clone()
+        // values, in one run: a provider that hands out a live allocation
+        // of that size writes into the first while the runtime holds it.
+        let pair = recipe.clone().moved_with(vec![sibling(recipe)]);
+        let cases = match pair.cases() {
+            Ok(cases) if cases[0].len() <= HELD_MAX_ELEMENTS => cases,
+            Ok(_) => continue,
+            Err(error) => {
+                not_run.push(describe_error(&error));
+                continue;
+            }
         };
-        for recipe in [recipe, &sibling] {
-            let case = match recipe.case() {
-                Ok(case) if case.len() <= HELD_MAX_ELEMENTS => case,
-                Ok(_) => continue,
-                Err(error) => {
-                    not_run.push(describe_error(&error));
-                    continue;
-                }
-            };
-            calls += 1;
-            match run_case(rig, route, &case, JudgedAs::Inside, None) {
-                CaseRun::Judged(_, outcome) => {
+        runs += 1;
+        let total = cases.len();
+        for (index, run) in run_cases(rig, route, &cases, JudgedAs::Inside, None)
+            .into_iter()
+            .enumerate()
+        {
+            match run {
+                CaseRun::Judged(judgement, outcome) => {
                     if let Some(held) = outcome.held {
                         found.reread += held.reread;
                         found.changed.extend(held.changed);
                     }
+                    parts.push((input_label(index, total, &cases[index]), judgement));
                 }
                 CaseRun::Skipped(_) => {}
                 CaseRun::NotRun(error) => not_run.push(describe_error(&error)),
@@ -67,39 +172,12 @@ pub(crate) fn held_pass(
     let accounting_seen = phase.shows_held_outputs(route);
     let released = rig.release_outputs();
     rig.keep_outputs(false);
-    let memory = phase.finish(route, accounting_seen);
-    let stable = match released {
-        Ok(last) => {
-            found.reread += last.reread;
-            found.changed.extend(last.changed);
-            match not_run.first() {
-                Some(first) if found.reread == 0 => CaseOutcome::NotSetUp {
-                    message: format!("no case of the held pass could run: {first}"),
-                },
-                _ => CaseOutcome::judged(&Oracle.judge_held(&found)),
-            }
-        }
-        Err(error) => CaseOutcome::NotSetUp {
-            message: describe_error(&error),
-        },
-    };
-    let held_head = RowHead {
-        layout: format!(
-            "held: {calls} outputs held in pairs of the same size, read again after every later call"
-        ),
-        ..head.clone()
-    };
-    let memory_head = RowHead {
-        layout: "held: the devices' memory over the held pass".to_owned(),
-        ..head.clone()
-    };
-    [
-        CaseRecord::new(name, Origin::Held, held_head, stable),
-        CaseRecord::new(
-            name,
-            Origin::Held,
-            memory_head,
-            CaseOutcome::judged(&Oracle.judge_phase_memory(&memory)),
-        ),
-    ]
+    HeldPass {
+        found,
+        parts,
+        runs,
+        not_run,
+        accounting_seen,
+        released,
+    }
 }

@@ -33,6 +33,7 @@ pub mod record;
 mod report;
 mod runner;
 pub mod selftest;
+mod sequences;
 mod shapes;
 mod suite;
 mod tests_macro;

@@ -30,7 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 use tenferro_transfer_harness::strategy::{Profile, Recipe};
-use tenferro_transfer_harness::{Judgement, Rule, Unchecked, Violation};
+use tenferro_transfer_harness::{Judgement, KeptMemory, Rule, Unchecked, Violation};
 
 /// The rule id a report row's violation carries when the harness itself
 /// could not run the case (a [`CaseOutcome::NotSetUp`] record): a setup
@@ -96,6 +96,9 @@ pub enum Origin {
     /// The pass that holds outputs alive (`output-stable`), or the memory
     /// its devices kept over it (`no-leak`).
     Held,
+    /// Sequences against a provider's state: twins of the fixed cases,
+    /// and inputs of mixed sizes moved in one run.
+    State,
 }
 
 /// At least one violation: what a failed record holds.
@@ -450,6 +453,10 @@ pub struct CaseRecord {
     pub expected_errors: Vec<String>,
     /// The recipe (one line of JSON) that replays the case alone, if any.
     pub replay: Option<String>,
+    /// Memory the devices kept in use after the case that repeating it did
+    /// not grow: what the provider keeps and reuses, reported, not a leak.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_memory: Vec<KeptMemory>,
 }
 
 impl CaseRecord {
@@ -462,6 +469,17 @@ impl CaseRecord {
             outcome,
             expected_errors: Vec::new(),
             replay: None,
+            kept_memory: Vec::new(),
+        }
+    }
+
+    /// A record of a judged case: its outcome, the device failures the
+    /// provider passed on as a typed `Err`, and the memory it kept.
+    pub fn judged(route: &str, origin: Origin, head: RowHead, judgement: &Judgement) -> Self {
+        Self {
+            expected_errors: judgement.expected_errors().to_vec(),
+            kept_memory: judgement.kept_memory().to_vec(),
+            ..Self::new(route, origin, head, CaseOutcome::judged(judgement))
         }
     }
 

@@ -16,7 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
     Case, HarnessError, Judgement, Oracle, Outcome, OutsideCase, Route, RuntimeVerdict, Watchdog,
-    abandoned_reason, describe_error, panic_message,
+    abandoned_reason, describe_error, not_reached_reason, panic_message,
 };
 
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
@@ -50,11 +50,10 @@ impl CaseRun {
     /// ([`CaseOutcome::from`]), and the device failures the provider
     /// correctly passed on as a typed `Err`.
     pub(crate) fn into_record(self, route: &str, origin: Origin, head: RowHead) -> CaseRecord {
-        let expected = match &self {
-            CaseRun::Judged(judgement, _) => judgement.expected_errors().to_vec(),
-            _ => Vec::new(),
-        };
-        CaseRecord::new(route, origin, head, CaseOutcome::from(self)).with_expected_errors(expected)
+        match self {
+            CaseRun::Judged(judgement, _) => CaseRecord::judged(route, origin, head, &judgement),
+            other => CaseRecord::new(route, origin, head, CaseOutcome::from(other)),
+        }
     }
 }
 
@@ -93,24 +92,73 @@ pub(crate) fn run_case(
     judged_as: JudgedAs<'_>,
     hook: Option<&dyn CaseHook>,
 ) -> CaseRun {
+    run_cases(rig, route, std::slice::from_ref(case), judged_as, hook)
+        .pop()
+        .unwrap_or_else(|| {
+            CaseRun::NotRun(HarnessError::InvalidCase {
+                reason: "a run of one input gave no outcome".to_owned(),
+            })
+        })
+}
+
+/// Move every input of `cases` in one run on `rig` ([`Watchdog::run_together`]),
+/// with `hook` armed for the run, and judge each as `judged_as`: one
+/// [`CaseRun`] per input, in order. An input the run never reached is
+/// skipped with the reason.
+pub(crate) fn run_cases(
+    rig: &mut Watchdog,
+    route: &Route,
+    cases: &[Case],
+    judged_as: JudgedAs<'_>,
+    hook: Option<&dyn CaseHook>,
+) -> Vec<CaseRun> {
     if let Some(hook) = hook {
         hook.arm(route);
     }
-    let outcome = rig.run(case);
+    let outcomes = rig.run_together(cases);
     if let Some(hook) = hook {
         hook.disarm(route);
     }
-    let outcome = match outcome {
+    let outcomes = match outcomes {
+        Ok(outcomes) => outcomes,
+        Err(HarnessError::Unavailable { reason }) => {
+            return cases
+                .iter()
+                .map(|_| CaseRun::Skipped(reason.clone()))
+                .collect();
+        }
+        Err(error) => {
+            let message = describe_error(&error);
+            let mut runs = vec![CaseRun::NotRun(error)];
+            runs.extend(cases.iter().skip(1).map(|_| {
+                CaseRun::NotRun(HarnessError::InvalidCase {
+                    reason: message.clone(),
+                })
+            }));
+            return runs;
+        }
+    };
+    cases
+        .iter()
+        .zip(outcomes)
+        .map(|(case, outcome)| judge(case, route, outcome, judged_as))
+        .collect()
+}
+
+/// Judge one input's outcome.
+fn judge(case: &Case, route: &Route, outcome: Outcome, judged_as: JudgedAs<'_>) -> CaseRun {
+    match &outcome.runtime {
         // A case that overran the short deadline of a route whose provider
         // has hung: not proven to hang, so skipped with the reason.
-        Ok(Outcome {
-            runtime: RuntimeVerdict::Abandoned { limit, hung_on },
-            ..
-        }) => return CaseRun::Skipped(abandoned_reason(limit, &hung_on)),
-        Ok(outcome) => outcome,
-        Err(HarnessError::Unavailable { reason }) => return CaseRun::Skipped(reason),
-        Err(error) => return CaseRun::NotRun(error),
-    };
+        RuntimeVerdict::Abandoned { limit, hung_on } => {
+            return CaseRun::Skipped(abandoned_reason(*limit, hung_on));
+        }
+        // An input of a run that stopped before it moved.
+        RuntimeVerdict::NotReached { stopped_at } => {
+            return CaseRun::Skipped(not_reached_reason(stopped_at));
+        }
+        _ => {}
+    }
     let judged = catch_unwind(AssertUnwindSafe(|| match judged_as {
         JudgedAs::Inside => Oracle.judge(case, route, &outcome),
         JudgedAs::Outside(outside) => Oracle.judge_outside(outside, route, &outcome),
@@ -126,11 +174,73 @@ pub(crate) fn run_case(
     }
 }
 
-/// Build the case of `recipe` and [`run_case`] it inside the capabilities;
-/// a recipe that does not build is [`CaseRun::NotRun`].
+/// The runs of the inputs of one run as one ([`merged_as`]), each labelled
+/// with its place in the run.
+pub(crate) fn merged(cases: &[Case], runs: Vec<CaseRun>) -> CaseRun {
+    let total = runs.len();
+    merged_as(
+        cases
+            .iter()
+            .enumerate()
+            .map(|(index, case)| input_label(index, total, case))
+            .zip(runs)
+            .collect(),
+    )
+}
+
+/// Several runs, each with its label, as one: judged where any was judged
+/// (every violation led by its label, see [`Judgement::merged`]), with the
+/// outcome of the last judged; not run where any could not run; else
+/// skipped. A single run is returned as it is.
+pub(crate) fn merged_as(parts: Vec<(String, CaseRun)>) -> CaseRun {
+    if parts.len() == 1 {
+        if let Some((_, only)) = parts.into_iter().next() {
+            return only;
+        }
+        return CaseRun::Skipped("nothing ran".to_owned());
+    }
+    let mut judged = Vec::new();
+    let mut last = None;
+    let mut skipped = None;
+    for (label, run) in parts {
+        match run {
+            CaseRun::Judged(judgement, outcome) => {
+                judged.push((label, judgement));
+                last = Some(outcome);
+            }
+            CaseRun::NotRun(error) => return CaseRun::NotRun(error),
+            CaseRun::Skipped(reason) => {
+                skipped.get_or_insert(reason);
+            }
+        }
+    }
+    match last {
+        Some(outcome) => CaseRun::Judged(Judgement::merged(judged), outcome),
+        None => CaseRun::Skipped(skipped.unwrap_or_else(|| "nothing ran".to_owned())),
+    }
+}
+
+/// `input 2 of 3 (F32 [3] owned)`: an input of a run, in words.
+pub(crate) fn input_label(index: usize, total: usize, case: &Case) -> String {
+    format!(
+        "input {} of {total} moved in one run ({:?} {:?} {})",
+        index + 1,
+        case.dtype(),
+        case.shape(),
+        case.layout_label()
+    )
+}
+
+/// Build the cases of `recipe` (its inputs moved in one run, see
+/// [`Recipe::with`]) and run them inside the capabilities, as one
+/// [`CaseRun`] ([`merged`]); a recipe that does not build is
+/// [`CaseRun::NotRun`].
 pub(crate) fn run_recipe(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseRun {
-    match recipe.case() {
-        Ok(case) => run_case(rig, route, &case, JudgedAs::Inside, None),
+    match recipe.cases() {
+        Ok(cases) => {
+            let runs = run_cases(rig, route, &cases, JudgedAs::Inside, None);
+            merged(&cases, runs)
+        }
         Err(error) => CaseRun::NotRun(error),
     }
 }

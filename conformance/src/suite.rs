@@ -17,6 +17,7 @@ use crate::progress::Progress;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{CaseResult, Report, RowHead};
 use crate::runner::{JudgedAs, run_case};
+use crate::sequences::state_pass;
 use crate::{BuiltinProvider, fixed_shapes};
 
 /// What the fixed suite runs.
@@ -197,7 +198,11 @@ pub fn run_fixed_suite_with_progress(
                 shape: Vec::new(),
                 layout: String::new(),
             };
-            for mut record in held_pass(rig, route, &recipes, &name, &head) {
+            let state = state_pass(rig, route, &recipes, &name, &head);
+            for mut record in state
+                .into_iter()
+                .chain(held_pass(rig, route, &recipes, &name, &head))
+            {
                 record
                     .outcome
                     .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);

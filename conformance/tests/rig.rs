@@ -310,3 +310,65 @@ fn an_outcome_without_exactly_one_provider_call_is_reported_not_passed() {
         );
     }
 }
+
+/// Host to a fresh simulated device whose layout kernels alias or copy.
+fn host_to_sim_with(kernels: tenferro_mock_devices::Kernels) -> (Route, SimDevice) {
+    let device = SimDevice::new(0).unwrap();
+    device.set_kernels(kernels);
+    let route = Route::new(
+        Endpoint::host("host").unwrap(),
+        Endpoint::new(device.clone()),
+    )
+    .unwrap();
+    (route, device)
+}
+
+/// Two inputs of one size in one run: each passes on its own; a pool that
+/// hands out the allocation the runtime still holds for the first fails
+/// `output-stable` on the second, on a device whose kernels alias and on
+/// one whose kernels copy (where only the runtime holds the provider's
+/// output), and on no other rule.
+#[rstest]
+fn a_run_of_two_inputs_holds_the_first_output_while_the_second_moves(
+    #[values(
+        tenferro_mock_devices::Kernels::Aliasing,
+        tenferro_mock_devices::Kernels::Copying
+    )]
+    kernels: tenferro_mock_devices::Kernels,
+) {
+    let cases = [
+        Case::patterned(DType::F32, vec![5, 3], Layout::Owned).unwrap(),
+        Case::from_values(vec![5, 3], (0..15).map(|i| i as f32 * -1.5).collect()).unwrap(),
+    ];
+    let (route, device) = host_to_sim_with(kernels);
+    let mut rig = Rig::new(route.clone(), Arc::new(SimUpload::new(device.clone()))).unwrap();
+    let outcomes = rig.run_together(&cases).unwrap();
+    assert_eq!(outcomes.len(), 2);
+    for (case, outcome) in cases.iter().zip(&outcomes) {
+        let judgement = Oracle.judge(case, &route, outcome);
+        assert!(judgement.passed(), "{judgement:?}");
+        assert_eq!(outcome.calls.len(), 1);
+    }
+    assert!(
+        Oracle
+            .judge(&cases[1], &route, &outcomes[1])
+            .was_checked(Rule::OutputStable)
+    );
+    let (route, device) = host_to_sim_with(kernels);
+    let pool = Broken::new(
+        Arc::new(SimUpload::new(device)),
+        vec![Fault::ReusesLiveOutput],
+    );
+    let mut rig = Rig::new(route.clone(), Arc::new(pool)).unwrap();
+    let outcomes = rig.run_together(&cases).unwrap();
+    let first = Oracle.judge(&cases[0], &route, &outcomes[0]);
+    let second = Oracle.judge(&cases[1], &route, &outcomes[1]);
+    assert!(first.passed(), "{first:?}");
+    assert_eq!(
+        second.rules(),
+        vec![Rule::OutputStable],
+        "{second:?}\n{:?}",
+        outcomes[1].trace
+    );
+    eprintln!("{}", second.violations()[0].message);
+}

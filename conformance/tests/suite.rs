@@ -17,11 +17,12 @@ use tenferro_transfer_conformance::{
 fn reference_providers_pass_every_route_dtype_and_fixed_shape() {
     let report = run_fixed_suite(&BUILTIN_PROVIDERS, &SuiteOptions::default());
     assert!(!report.failed(), "{}", report.to_table());
-    // Every fixed case, and each provider's held pass (its outputs held
-    // and read again, and the devices' memory over it).
+    // Every fixed case, each dtype's twins and inputs moved together, and
+    // each provider's held pass (its outputs held and read again, and the
+    // devices' memory over it).
     assert_eq!(
         report.summary().passed,
-        BUILTIN_PROVIDERS.len() * (7 * fixed_shapes(true).len() + 2)
+        BUILTIN_PROVIDERS.len() * (7 * fixed_shapes(true).len() + 7 + 2)
     );
     assert_eq!(report.summary().skipped, 0);
     for name in ["strided-view", "large"] {

@@ -62,7 +62,37 @@ fn axis_cut(u: &mut Unstructured<'_>) -> Result<AxisCut> {
 }
 
 impl<'a> Arbitrary<'a> for Recipe {
+    /// One input, and in one decoded recipe of four one or two more moved
+    /// in the same run ([`Recipe::with`]): its twin, one of its dtype and
+    /// shape with other values, or another decoded input, as the proptest
+    /// strategy draws them. Bytes that run out answer zeros: no more
+    /// inputs.
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        let recipe = single(u)?;
+        let others = match u.int_in_range(0_u8..=7)? {
+            6 => 1,
+            7 => 2,
+            _ => 0,
+        };
+        let mut with = Vec::with_capacity(others);
+        for _ in 0..others {
+            with.push(match u.int_in_range(0_u8..=3)? {
+                0 | 1 => recipe.twin(u64::arbitrary(u)?),
+                2 => Recipe {
+                    seed: u64::arbitrary(u)?,
+                    specials: u8::arbitrary(u)?,
+                    ..recipe.clone()
+                },
+                _ => single(u)?,
+            });
+        }
+        Ok(recipe.moved_with(with))
+    }
+}
+
+/// One input, as [`crate::strategy::recipe`] draws a single one.
+fn single(u: &mut Unstructured<'_>) -> Result<Recipe> {
+    {
         // Layout first, values last: when the bytes run out, `arbitrary`
         // answers zeros, so a short input is a small owned case.
         let dtype = format!("{:?}", u.choose(&PRESET_DTYPES)?);

@@ -57,6 +57,10 @@ pub struct ChangedOutput {
     pub after: Option<String>,
     /// What changed: the first changed element, and how many.
     pub difference: String,
+    /// Where the output was the provider's own, held by the runtime while
+    /// later inputs of the same run moved: its input's place in the run
+    /// and the run's number of inputs. `None`: an output the caller held.
+    pub in_run: Option<(usize, usize)>,
 }
 
 /// The whole backing storage of `input`, read through `source`: a view's

@@ -63,6 +63,9 @@ pub struct Judgement {
     /// Device failures the provider correctly passed on as a typed `Err`
     /// (injected by a fault plan): expected errors, not violations.
     pub(crate) expected_errors: Vec<String>,
+    /// Memory the devices kept in use after the case that repeating it did
+    /// not grow: what the provider keeps and reuses, not a leak.
+    pub(crate) kept: Vec<crate::KeptMemory>,
     /// The rules judged on this case (held or broken), in catalogue order.
     #[serde(skip)]
     checked: Vec<Rule>,
@@ -75,6 +78,7 @@ impl Judgement {
             violations: Vec::new(),
             unchecked: Vec::new(),
             expected_errors: Vec::new(),
+            kept: Vec::new(),
             checked: Vec::new(),
         }
     }
@@ -98,6 +102,12 @@ impl Judgement {
     /// (injected by a fault plan): expected errors, not violations.
     pub fn expected_errors(&self) -> &[String] {
         &self.expected_errors
+    }
+
+    /// Memory the devices kept in use after the case that repeating it did
+    /// not grow: what the provider keeps and reuses (reported, not a leak).
+    pub fn kept_memory(&self) -> &[crate::KeptMemory] {
+        &self.kept
     }
 
     /// The rules the oracle judged on this case, held or broken, in
@@ -144,6 +154,83 @@ impl Judgement {
     pub fn explain_unchecked(&mut self, rule: Rule, reason: impl Into<String>) {
         if let Some(item) = self.unchecked.iter_mut().find(|item| item.rule == rule) {
             item.reason = reason.into();
+        }
+    }
+
+    /// The judgement of a run of several inputs as one: every violation,
+    /// its message led by its input's label; a rule checked where any
+    /// input checked it, and unchecked (with the first reason) where none
+    /// did; every expected error. A single part is returned as it is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Judgement, Oracle, Rig, Route, Rule};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let cases = [
+    ///     Case::from_values(vec![1], vec![1_i64]).unwrap(),
+    ///     Case::from_values(vec![2], vec![2_i32, 3]).unwrap(),
+    /// ];
+    /// let parts = cases
+    ///     .iter()
+    ///     .zip(rig.run_together(&cases).unwrap())
+    ///     .enumerate()
+    ///     .map(|(index, (case, outcome))| (format!("input {}", index + 1), Oracle.judge(case, &route, &outcome)))
+    ///     .collect();
+    /// let judgement = Judgement::merged(parts);
+    /// assert!(judgement.passed());
+    /// assert!(judgement.was_checked(Rule::Values));
+    /// ```
+    pub fn merged(parts: Vec<(String, Judgement)>) -> Judgement {
+        if parts.len() == 1 {
+            if let Some((_, only)) = parts.into_iter().next() {
+                return only;
+            }
+            return Judgement::empty().finish();
+        }
+        let mut merged = Judgement::empty();
+        for (label, part) in &parts {
+            merged
+                .violations
+                .extend(part.violations.iter().map(|violation| Violation {
+                    rule: violation.rule,
+                    message: format!("{label}: {}", violation.message),
+                }));
+            merged
+                .expected_errors
+                .extend(part.expected_errors.iter().cloned());
+            merged.kept.extend(part.kept.iter().cloned());
+            merged.checked.extend(part.checked.iter().copied());
+        }
+        merged.checked.sort();
+        merged.checked.dedup();
+        for (label, part) in &parts {
+            for item in &part.unchecked {
+                if !merged.checked.contains(&item.rule)
+                    && !merged.unchecked.iter().any(|kept| kept.rule == item.rule)
+                {
+                    merged.unchecked.push(Unchecked {
+                        rule: item.rule,
+                        reason: format!("{label}: {}", item.reason),
+                    });
+                }
+            }
+        }
+        merged.violations.sort_by_key(|violation| violation.rule);
+        merged
+    }
+
+    /// Add `note` to the message of every violation of `rule` (what the
+    /// caller knows and the oracle cannot: whose values a crossed output
+    /// holds, say). Nothing changes where `rule` was not broken.
+    pub fn annotate(&mut self, rule: Rule, note: &str) {
+        for violation in &mut self.violations {
+            if violation.rule == rule {
+                violation.message.push_str(note);
+            }
         }
     }
 

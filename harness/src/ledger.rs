@@ -53,22 +53,46 @@ impl fmt::Display for Allocation {
 /// ```
 #[derive(Debug, Default)]
 pub struct AllocationLedger {
-    live: Mutex<BTreeMap<u64, Allocation>>,
+    live: Mutex<Live>,
     total: AtomicUsize,
+}
+
+/// The live allocations, by id and by the order they were opened in.
+#[derive(Debug, Default)]
+struct Live {
+    /// Each live allocation, with its place in the opening order.
+    by_id: BTreeMap<u64, (u64, Allocation)>,
+    /// The live allocations' ids, by their place in the opening order.
+    by_order: BTreeMap<u64, u64>,
+    /// The place of the next allocation opened.
+    next: u64,
+    /// Bytes held by the live allocations.
+    bytes: usize,
+}
+
+/// Where a ledger stood at one instant ([`AllocationLedger::mark`]).
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub struct LedgerMark {
+    next: u64,
+    live: usize,
+}
+
+impl LedgerMark {
+    /// The allocations live at that instant.
+    pub fn live(&self) -> usize {
+        self.live
+    }
 }
 
 impl AllocationLedger {
     /// Allocations made and not yet dropped.
     pub fn live(&self) -> usize {
-        self.lock().len()
+        self.lock().by_id.len()
     }
 
     /// Bytes held by live allocations.
     pub fn live_bytes(&self) -> usize {
-        self.lock()
-            .values()
-            .map(|allocation| allocation.bytes)
-            .sum()
+        self.lock().bytes
     }
 
     /// Live allocations and the bytes they hold, read at one instant (what
@@ -87,10 +111,7 @@ impl AllocationLedger {
     /// ```
     pub fn in_use(&self) -> (usize, usize) {
         let live = self.lock();
-        (
-            live.len(),
-            live.values().map(|allocation| allocation.bytes).sum(),
-        )
+        (live.by_id.len(), live.bytes)
     }
 
     /// Allocations ever made.
@@ -100,15 +121,61 @@ impl AllocationLedger {
 
     /// Every live allocation, oldest first.
     pub fn live_allocations(&self) -> Vec<Allocation> {
-        self.lock().values().cloned().collect()
+        let live = self.lock();
+        live.by_order
+            .values()
+            .filter_map(|id| live.by_id.get(id).map(|(_, allocation)| allocation.clone()))
+            .collect()
+    }
+
+    /// Where the ledger stands now: allocations opened later are
+    /// [`Self::opened_since`] it.
+    pub fn mark(&self) -> LedgerMark {
+        let live = self.lock();
+        LedgerMark {
+            next: live.next,
+            live: live.by_id.len(),
+        }
+    }
+
+    /// The allocations opened after `mark` and still live, oldest first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_tensor::AllocationDomainId;
+    /// use tenferro_transfer_harness::AllocationLedger;
+    ///
+    /// let ledger = AllocationLedger::default();
+    /// ledger.open(1, AllocationDomainId::fresh(), 8);
+    /// let mark = ledger.mark();
+    /// ledger.open(2, AllocationDomainId::fresh(), 16);
+    /// ledger.open(3, AllocationDomainId::fresh(), 32);
+    /// ledger.close(2);
+    /// let since: Vec<u64> = ledger.opened_since(&mark).iter().map(|allocation| allocation.id).collect();
+    /// assert_eq!(since, vec![3]);
+    /// assert_eq!(mark.live(), 1);
+    /// ```
+    pub fn opened_since(&self, mark: &LedgerMark) -> Vec<Allocation> {
+        let live = self.lock();
+        live.by_order
+            .range(mark.next..)
+            .filter_map(|(_, id)| live.by_id.get(id).map(|(_, allocation)| allocation.clone()))
+            .collect()
+    }
+
+    /// Whether an allocation opened after `mark` is still live.
+    pub fn any_opened_since(&self, mark: &LedgerMark) -> bool {
+        self.lock().by_order.range(mark.next..).next().is_some()
     }
 
     /// The ids of the live allocations made by `thread`.
     pub fn live_ids_of(&self, thread: ThreadId) -> Vec<u64> {
         self.lock()
+            .by_id
             .values()
-            .filter(|allocation| allocation.thread == thread)
-            .map(|allocation| allocation.id)
+            .filter(|(_, allocation)| allocation.thread == thread)
+            .map(|(_, allocation)| allocation.id)
             .collect()
     }
 
@@ -131,23 +198,33 @@ impl AllocationLedger {
     /// ```
     pub fn open(&self, id: u64, domain: AllocationDomainId, bytes: usize) {
         self.total.fetch_add(1, Ordering::SeqCst);
-        self.lock().insert(
+        let mut live = self.lock();
+        let order = live.next;
+        live.next += 1;
+        let allocation = Allocation {
             id,
-            Allocation {
-                id,
-                domain,
-                bytes,
-                thread: std::thread::current().id(),
-            },
-        );
+            domain,
+            bytes,
+            thread: std::thread::current().id(),
+        };
+        live.bytes += bytes;
+        if let Some((earlier, replaced)) = live.by_id.insert(id, (order, allocation)) {
+            live.by_order.remove(&earlier);
+            live.bytes = live.bytes.saturating_sub(replaced.bytes);
+        }
+        live.by_order.insert(order, id);
     }
 
     /// Record that allocation `id` was freed (unknown ids are ignored).
     pub fn close(&self, id: u64) {
-        self.lock().remove(&id);
+        let mut live = self.lock();
+        if let Some((order, allocation)) = live.by_id.remove(&id) {
+            live.by_order.remove(&order);
+            live.bytes = live.bytes.saturating_sub(allocation.bytes);
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Allocation>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

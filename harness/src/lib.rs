@@ -59,7 +59,7 @@ pub mod trace;
 mod watchdog;
 
 pub use absent::device_required;
-pub use accounting::{Leak, MemoryGrowth, MemoryInUse, PhaseMemory};
+pub use accounting::{KeptMemory, Leak, MemoryGrowth, MemoryInUse, PhaseMemory};
 pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain};
 #[cfg(feature = "arbitrary")]
 pub use arbitrary_impls::FUZZ_PROFILE;
@@ -80,13 +80,13 @@ pub use honesty::{
 };
 pub use host::HostProvider;
 pub use judgement::{Judgement, Unchecked, Violation};
-pub use ledger::{Allocation, AllocationLedger};
-pub use oracle::{INSIDE_CAPABILITIES, Oracle, abandoned_reason};
+pub use ledger::{Allocation, AllocationLedger, LedgerMark};
+pub use oracle::{INSIDE_CAPABILITIES, Oracle, abandoned_reason, not_reached_reason};
 pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
 pub use registration::{declared_ingress, reshape_only};
-pub use rig::Rig;
+pub use rig::{HOLD_RECENT, Rig};
 pub use route::{PlacementRule, Route, StorageRule};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use settings::{

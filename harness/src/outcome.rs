@@ -124,6 +124,13 @@ pub enum RuntimeVerdict {
         /// The case the provider first hung on, in words.
         hung_on: String,
     },
+    /// The run moved several inputs and stopped at an earlier one's
+    /// transfer ([`crate::Rig::run_together`]), before this input moved:
+    /// nothing of it to judge.
+    NotReached {
+        /// The input the run stopped at, in words.
+        stopped_at: String,
+    },
     /// A panic escaped `Runtime::run` after the provider had returned its
     /// tensor: in a call the runtime or the destination engine made into
     /// the returned storage (`len`, `map_read`, its `Drop`, ...), or in the
@@ -205,6 +212,10 @@ pub enum LeakCheck {
     Checked(Vec<crate::Leak>),
     /// No accounting could vouch for the case, and why.
     Unchecked(String),
+    /// The accounting was read and vouches for the case: nothing leaked,
+    /// but memory stayed in use that repeating the run did not grow, which
+    /// the provider keeps and reuses (reported, never a failure).
+    Kept(Vec<crate::KeptMemory>),
 }
 
 /// Everything one case produced.
@@ -227,6 +238,10 @@ pub struct Outcome {
     /// The outputs of earlier cases the rig held, read again after this
     /// one (`output-stable`); `None` where the rig holds none.
     pub held: Option<crate::HeldOutputs>,
+    /// When the returned output holds not this input's values but those of
+    /// another input of the same run, or of an earlier input of the rig:
+    /// that input, in words (a `values` failure names it).
+    pub holds_values_of: Option<String>,
 }
 
 impl Outcome {

@@ -233,7 +233,7 @@ impl Rule {
                 "Right after transfer_blocking returns, the Spy asks the destination whether the copy into the output has completed: simulated memory knows (a queued copy completes only when waited on); plain host memory cannot tell, so the rule is not checked there."
             }
             Rule::Values => {
-                "The Spy maps the returned buffer and takes its byte image; the oracle compares it element by element with the case's bytes."
+                "The Spy maps the returned buffer and takes its byte image; the oracle compares it element by element with the case's bytes. Twins (a case, then one of its dtype and shape with a few interior elements changed) and runs of several inputs meet what a provider kept from an earlier call; an output that holds another input's values names that input."
             }
             Rule::NoError => {
                 "The Spy records an Err with its Display and source chain; every built-in case is inside the reference providers' capabilities. An Err that carries a device failure the fault plan injected on this case is an expected error, not a violation."
@@ -245,7 +245,7 @@ impl Rule {
                 "The Watchdog runs each case on a worker thread; a case that overruns its deadline is reported with the request in flight (or the returned storage's method that hung) and the event-domain trace, the hung thread is released or given up, and the next case runs."
             }
             Rule::NoLeak => {
-                "The devices' accounting is read before the case and after all its tensors are dropped and the devices settled: a ledger lists the allocations made meanwhile and still live (on any thread when the case ran alone on the device, on its own thread otherwise; others that cannot be attributed make the case unchecked), and from level v2 a device's counts of memory in use must not have grown. Accounting that did not see the case's input or output while it was alive vouches for nothing: the rule is then not checked. The memory over a pass that holds outputs, and over the concurrent calls, is judged as a whole. Plain host memory accounts nothing."
+                "The devices' accounting is read before the case and after all its tensors are dropped and the devices settled: a ledger lists the allocations made meanwhile and still live (on any thread when the case ran alone on the device, on its own thread otherwise; others that cannot be attributed make the case unchecked), and from level v2 a device's counts of memory in use must not have grown. Memory that stays is told from a leak by repetition: the case runs twelve more times, and memory that grows again over the last six is a leak, memory that does not is kept memory (reported with its allocations and bytes, never a failure). Accounting that did not see the case's input or output while it was alive vouches for nothing: the rule is then not checked. The memory over a pass that holds outputs, and over the concurrent calls, is judged as a whole (the phase once more tells kept memory from a leak), and not at all while calls of the route that never returned still hold memory. Plain host memory accounts nothing."
             }
             Rule::CapabilityHonesty => {
                 "The suite stages inputs just outside the declared capabilities (an undeclared dtype, a view when views are not declared, one element more than the declared maximum) and requires the provider to return Err; an Ok is reported with whatever else was wrong with it. Unchecked when the declared capabilities cover every case the suite can draw."
@@ -257,7 +257,7 @@ impl Rule {
                 "The rig reads the input's whole backing storage (a view's gaps too) through the source before the call, again as soon as the provider returns, and again after the output was read and dropped; any changed byte is a violation naming the first changed element. Not checked where the source cannot be read back."
             }
             Rule::OutputStable => {
-                "The rig keeps recent outputs alive (the last few, and always the previous output of the same dtype and length, which the suite runs next to each other) and reads them again after each later call and at the end of the route; a changed byte names the case whose output changed and the call after which it was seen."
+                "Within a run of several inputs, the runtime holds each provider output until the program ends, and the program reads each again after the last transfer: one that changed (on a device whose kernels copy as on one whose kernels alias) names the input and the later transfers. Across runs, the rig keeps recent outputs alive (the last few, and always the previous output of the same dtype and length, which the suite runs next to each other) and reads them again after each later call and at the end of the route; a changed byte names the case whose output changed and the call after which it was seen."
             }
         }
     }

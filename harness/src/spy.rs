@@ -429,6 +429,15 @@ impl Spy {
         std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// A copy of every record made since the last [`Spy::take`], leaving
+    /// them in place.
+    pub fn records(&self) -> Vec<SpyRecord> {
+        self.records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// A copy of the latest record, leaving the records in place.
     pub fn last(&self) -> Option<SpyRecord> {
         self.records
@@ -501,7 +510,7 @@ impl TransferProvider for Spy {
             .map(|source| read_backing(source, &input));
         let destination_saw_output = match (&result, &accounted, &self.destination) {
             (Ok(Ok(_)), Some(before), Some(destination)) => {
-                Some(Sample::of(destination, self.counts_memory).shows_more_than(before))
+                Some(before.shown_more_on(destination, self.counts_memory))
             }
             _ => None,
         };

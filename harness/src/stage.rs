@@ -32,6 +32,45 @@ pub(crate) fn with_input<R>(
     })
 }
 
+/// Build every input of `cases` on `source`, in order, and hand them all
+/// to `f` at once: the inputs of a run of several.
+///
+/// # Errors
+///
+/// As [`with_input`], for the first input that cannot be staged.
+pub(crate) fn with_inputs<R>(
+    source: &Endpoint,
+    cases: &[Case],
+    f: impl FnOnce(&[TensorRead<'_>]) -> R,
+) -> Result<R, HarnessError> {
+    let mut f = Some(f);
+    let mut call = |inputs: &[TensorRead<'_>]| f.take().map(|f| f(inputs));
+    nest(source, cases, Vec::new(), &mut call)?.ok_or_else(|| HarnessError::NothingStaged {
+        endpoint: source.name().to_owned(),
+    })
+}
+
+/// Stage `cases` one inside the other, each kept alive while the next is
+/// staged, and call `f` with every input staged so far.
+fn nest<R>(
+    source: &Endpoint,
+    cases: &[Case],
+    staged: Vec<TensorRead<'_>>,
+    f: &mut dyn FnMut(&[TensorRead<'_>]) -> Option<R>,
+) -> Result<Option<R>, HarnessError> {
+    let Some((case, rest)) = cases.split_first() else {
+        return Ok(f(&staged));
+    };
+    with_input(source, case, |input| {
+        let mut more: Vec<TensorRead<'_>> = Vec::with_capacity(staged.len() + 1);
+        for read in &staged {
+            more.push(read.clone());
+        }
+        more.push(input);
+        nest(source, rest, more, f)
+    })?
+}
+
 /// See [`crate::stage_via_host`].
 pub(crate) fn stage_via_host(
     case: &Case,

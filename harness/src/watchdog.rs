@@ -165,6 +165,17 @@ impl RouteDeadline {
         self.state().hung_on.clone()
     }
 
+    /// The calls of the route left hanging, in words (`2 calls of this
+    /// route hung, the first on F64 [1] owned`), if any.
+    pub fn hung_calls(&self) -> Option<String> {
+        let state = self.state();
+        let first = state.hung_on.as_deref()?;
+        Some(match state.abandoned {
+            0 | 1 => format!("a call of this route hung (on {first})"),
+            count => format!("{count} calls of this route hung, the first on {first}"),
+        })
+    }
+
     /// Why the route's later cases are not run any more, once too many
     /// calls were left hanging.
     fn exhausted(&self) -> Option<String> {
@@ -192,12 +203,12 @@ impl RouteDeadline {
 
 use crate::rig::case_words;
 
-type Reply = Result<Outcome, HarnessError>;
+type Reply = Result<Vec<Outcome>, HarnessError>;
 
 /// What the watchdog asks the worker.
 enum Job {
-    /// Run a case.
-    Run(Case),
+    /// Run the inputs of one run ([`Rig::run_together`]).
+    Run(Vec<Case>),
     /// Hold outputs from now on, or stop ([`Rig::keep_outputs`]).
     Keep(bool),
     /// Read the held outputs once more and drop them
@@ -256,7 +267,7 @@ impl Worker {
                 })));
                 while let Ok(job) = receive(&job_queue, None) {
                     let message = match job {
-                        Job::Run(case) => Message::Done(Box::new(rig.run(&case))),
+                        Job::Run(cases) => Message::Done(Box::new(rig.run_together(&cases))),
                         Job::Keep(keep) => {
                             rig.keep_outputs(keep);
                             continue;
@@ -289,7 +300,7 @@ impl Worker {
 /// Say on stderr (past the test harness's capture) that a call has been
 /// running for `elapsed`: a hung provider otherwise leaves a test silent
 /// for the whole deadline.
-fn announce_wait(route: &Route, case: &Case, elapsed: Duration, limit: Duration) {
+fn announce_wait(route: &Route, cases: &[Case], elapsed: Duration, limit: Duration) {
     use std::io::Write as _;
     let _ = writeln!(
         std::io::stderr(),
@@ -297,7 +308,11 @@ fn announce_wait(route: &Route, case: &Case, elapsed: Duration, limit: Duration)
         route.label(),
         elapsed.as_secs(),
         limit.as_secs(),
-        case_words(case)
+        cases
+            .iter()
+            .map(case_words)
+            .collect::<Vec<_>>()
+            .join(" with ")
     );
 }
 
@@ -490,8 +505,24 @@ impl Watchdog {
     ///
     /// As [`Rig::run`], or a worker that could not be started or died.
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        let mut outcomes = self.run_together(std::slice::from_ref(case))?;
+        outcomes.pop().ok_or_else(|| HarnessError::HarnessFault {
+            route: self.route.label(),
+            reason: "a run of one input gave no outcome".to_owned(),
+        })
+    }
+
+    /// Move the inputs of `cases` in one run ([`Rig::run_together`]) under
+    /// the deadline, which is the per-case deadline times the number of
+    /// inputs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rig::run_together`], or a worker that could not be started or
+    /// died.
+    pub fn run_together(&mut self, cases: &[Case]) -> Result<Vec<Outcome>, HarnessError> {
         if let Some(rig) = &mut self.inline {
-            return rig.run(case);
+            return rig.run_together(cases);
         }
         if let Some(reason) = self.deadline.exhausted() {
             return Err(HarnessError::Unavailable { reason });
@@ -509,9 +540,10 @@ impl Watchdog {
         let died = || HarnessError::WorkerDied {
             route: self.route.label(),
         };
-        let limit = self.deadline.limit();
+        let inputs = u32::try_from(cases.len().max(1)).unwrap_or(u32::MAX);
+        let limit = self.deadline.limit().saturating_mul(inputs);
         let hung_before = self.deadline.hung_on();
-        if worker.jobs.send(Job::Run(case.clone())).is_err() {
+        if worker.jobs.send(Job::Run(cases.to_vec())).is_err() {
             return Err(died());
         }
         let start = Instant::now();
@@ -520,7 +552,7 @@ impl Watchdog {
             let wait = limit.min(announced).saturating_sub(start.elapsed());
             match receive(&worker.replies, Some(wait)) {
                 Err(RecvTimeoutError::Timeout) if start.elapsed() < limit => {
-                    announce_wait(&self.route, case, start.elapsed(), limit);
+                    announce_wait(&self.route, cases, start.elapsed(), limit);
                     announced += ANNOUNCE_AFTER;
                 }
                 other => break other,
@@ -536,7 +568,7 @@ impl Watchdog {
             // passes now rather than on the wall clock. Real hangs (a
             // vendor's provider, a real device) never park here and keep
             // the wall-clock deadline.
-            Ok(Message::Parked) => Ok(self.give_up(worker, limit, GRACE)),
+            Ok(Message::Parked) => Ok(self.give_up(worker, cases, limit, GRACE)),
             Ok(Message::Released(_)) => Err(HarnessError::HarnessFault {
                 route: self.route.label(),
                 reason: "the case worker answered a case with released outputs".to_owned(),
@@ -544,24 +576,47 @@ impl Watchdog {
             // A call that overran the wall clock: the route remembers it,
             // so that its later cases do not each wait a whole deadline.
             Err(RecvTimeoutError::Timeout) => {
-                let mut outcome = self.give_up(worker, limit, WALL_CLOCK_GRACE);
-                self.deadline.hung(case);
+                let (hung, mut outcomes) = self.give_up_at(worker, cases, limit, WALL_CLOCK_GRACE);
+                self.deadline.hung(&cases[hung.min(cases.len() - 1)]);
                 if let Some(first) = hung_before {
                     // Overran the short deadline: not proven to hang.
-                    outcome.runtime = RuntimeVerdict::Abandoned {
-                        limit,
-                        hung_on: first,
-                    };
+                    for outcome in &mut outcomes {
+                        outcome.runtime = RuntimeVerdict::Abandoned {
+                            limit,
+                            hung_on: first.clone(),
+                        };
+                    }
                 }
-                Ok(outcome)
+                Ok(outcomes)
             }
             Err(RecvTimeoutError::Disconnected) => Err(died()),
         }
     }
 
-    /// The outcome of a case that overran `limit`; the worker is released
+    /// The outcomes of a run that overran `limit`; the worker is released
     /// and kept if it comes back within `grace`.
-    fn give_up(&mut self, worker: Worker, limit: Duration, grace: Duration) -> Outcome {
+    fn give_up(
+        &mut self,
+        worker: Worker,
+        cases: &[Case],
+        limit: Duration,
+        grace: Duration,
+    ) -> Vec<Outcome> {
+        self.give_up_at(worker, cases, limit, grace).1
+    }
+
+    /// As [`Self::give_up`], with the index of the input whose call hung
+    /// (the first whose call had not returned). Inputs whose calls had
+    /// returned are judged on what they returned; those after the hung
+    /// one were never reached.
+    fn give_up_at(
+        &mut self,
+        worker: Worker,
+        cases: &[Case],
+        limit: Duration,
+        grace: Duration,
+    ) -> (usize, Vec<Outcome>) {
+        let returned = worker.spy.records();
         let request = worker.spy.in_flight();
         let stage = worker.spy.stage();
         let trace = worker.trace.events();
@@ -570,12 +625,12 @@ impl Watchdog {
         let mut releases = 1;
         loop {
             match worker.replies.recv_timeout(grace) {
-                // Its outcome belongs to a case already judged as timed out.
+                // Its outcome belongs to a run already judged as timed out.
                 Ok(Message::Done(_) | Message::Released(_)) => {
                     self.worker = Some(worker);
                     break;
                 }
-                // Released, it parked again on the same abandoned case.
+                // Released, it parked again on the same abandoned run.
                 Ok(Message::Parked) if releases < MAX_RELEASES => {
                     releases += 1;
                     hold::release(worker.thread);
@@ -586,22 +641,12 @@ impl Watchdog {
                 }
             }
         }
-        Outcome {
+        let hung = returned.len();
+        let timed_out = |calls: Vec<SpyRecord>| Outcome {
             runtime: RuntimeVerdict::TimedOut { limit },
-            calls: request
-                .map(|request| SpyRecord {
-                    request,
-                    result: match stage {
-                        Some(method) => ProviderResult::StorageHung { method, limit },
-                        None => ProviderResult::TimedOut { limit },
-                    },
-                    input_after_return: None,
-                    destination_saw_output: None,
-                })
-                .into_iter()
-                .collect(),
+            calls,
             snapshot_event_domains: event_domains,
-            trace,
+            trace: trace.clone(),
             leaks: LeakCheck::Unchecked(
                 "the case timed out, so its tensors were never dropped".to_owned(),
             ),
@@ -609,7 +654,40 @@ impl Watchdog {
                 "the case timed out, so the input may still be in use",
             ),
             held: None,
-        }
+            holds_values_of: None,
+        };
+        let mut returned = returned.into_iter();
+        let outcomes = (0..cases.len())
+            .map(|index| match index.cmp(&hung) {
+                std::cmp::Ordering::Less => timed_out(returned.next().into_iter().collect()),
+                std::cmp::Ordering::Equal => timed_out(
+                    request
+                        .clone()
+                        .map(|request| SpyRecord {
+                            request,
+                            result: match stage {
+                                Some(method) => ProviderResult::StorageHung { method, limit },
+                                None => ProviderResult::TimedOut { limit },
+                            },
+                            input_after_return: None,
+                            destination_saw_output: None,
+                        })
+                        .into_iter()
+                        .collect(),
+                ),
+                std::cmp::Ordering::Greater => Outcome {
+                    runtime: RuntimeVerdict::NotReached {
+                        stopped_at: format!(
+                            "input {} ({}), whose call did not return",
+                            hung + 1,
+                            case_words(&cases[hung])
+                        ),
+                    },
+                    ..timed_out(Vec::new())
+                },
+            })
+            .collect();
+        (hung, outcomes)
     }
 }
 

@@ -53,6 +53,36 @@ pub enum Accounting {
     CountsOnly,
 }
 
+/// What a simulated device's layout kernels (reshape, compaction) return
+/// for a tensor they can leave as it is.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_mock_devices::{Kernels, SimDevice, SimEngine};
+/// use tenferro_tensor::{TensorRead, TensorStructural};
+///
+/// let device = SimDevice::new(0).unwrap();
+/// device.set_kernels(Kernels::Copying);
+/// let x = device.tensor(vec![2, 2], vec![1_i32, 2, 3, 4]).unwrap();
+/// let y = SimEngine::new(device.clone()).reshape_read(TensorRead::from_tensor(&x), &[4]).unwrap();
+/// // Fresh memory: two allocations, and `x` can go on its own.
+/// assert_eq!(device.ledger().live(), 2);
+/// drop(x);
+/// assert_eq!(device.ledger().live(), 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Kernels {
+    /// A new tensor over the same allocation, as most devices do for a
+    /// reshape of compact memory: whoever holds the result holds the input.
+    #[default]
+    Aliasing,
+    /// Always fresh device memory, written by the kernel: the result holds
+    /// nothing of its input, as devices whose layout ops launch a copy do.
+    Copying,
+}
+
 #[derive(Debug)]
 struct Identity {
     name: String,
@@ -64,6 +94,8 @@ struct Identity {
     domain: AllocationDomainId,
     ledger: Arc<AllocationLedger>,
     accounting: Accounting,
+    /// Whether the layout kernels copy ([`Kernels::Copying`]).
+    copying: std::sync::atomic::AtomicBool,
     core: Arc<DeviceCore>,
 }
 
@@ -318,6 +350,7 @@ impl SimDevice {
                 domain: AllocationDomainId::fresh(),
                 ledger: Arc::new(AllocationLedger::default()),
                 accounting,
+                copying: std::sync::atomic::AtomicBool::new(false),
                 core: Arc::new(DeviceCore::default()),
             }),
         })
@@ -451,6 +484,22 @@ impl SimDevice {
     /// The installed fault plan.
     pub fn faults(&self) -> FaultPlan {
         lock(&self.identity.core.state).plan.clone()
+    }
+
+    /// Choose what the device's layout kernels return ([`Kernels`]).
+    pub fn set_kernels(&self, kernels: Kernels) {
+        self.identity
+            .copying
+            .store(kernels == Kernels::Copying, Ordering::SeqCst);
+    }
+
+    /// What the device's layout kernels return.
+    pub fn kernels(&self) -> Kernels {
+        if self.identity.copying.load(Ordering::SeqCst) {
+            Kernels::Copying
+        } else {
+            Kernels::Aliasing
+        }
     }
 
     /// Choose when queued copies complete.

@@ -25,7 +25,7 @@ use tenferro_tensor::{
 };
 
 use crate::{
-    Element, SimDevice, SimEventDomainDriver, SimStorage, StorageCompletion, is_compact,
+    Element, Kernels, SimDevice, SimEventDomainDriver, SimStorage, StorageCompletion, is_compact,
     read_compact, with_element,
 };
 
@@ -86,7 +86,9 @@ impl SimEngine {
         shape: &[usize],
     ) -> Result<Tensor> {
         self.require_resident(op, input)?;
-        if shape.iter().product::<usize>() == input.shape().iter().product::<usize>() {
+        if self.device.kernels() == Kernels::Aliasing
+            && shape.iter().product::<usize>() == input.shape().iter().product::<usize>()
+        {
             let aliased = with_element!(input.dtype(), T => self.alias_resident::<T>(input, shape),
                 external => None);
             if let Some(tensor) = aliased {

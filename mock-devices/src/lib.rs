@@ -38,7 +38,8 @@ mod stream;
 pub use arbitrary_impls::MAX_FUZZ_SPIKE;
 pub use copy_state::{CompletionMode, CopyToken, StorageCompletion};
 pub use device::{
-    Accounting, SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID, SimDevice,
+    Accounting, Kernels, SIM_DEVICE_KIND, SIM_FAMILY, SIM_HARDWARE_CLASS, SIM_PROVIDER_ID,
+    SimDevice,
 };
 pub use engine::SimEngine;
 pub use error::MockError;

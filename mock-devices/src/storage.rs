@@ -194,6 +194,13 @@ impl<T> SimStorage<T> {
         }
     }
 
+    /// How many handles hold the allocation ([`Self::alias`]): one where
+    /// only this handle does, as in a caching allocator's block that no
+    /// tensor holds any more.
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.registration)
+    }
+
     /// Whether `other` is a handle to the same allocation as this one.
     pub fn same_allocation(&self, other: &SimStorage<T>) -> bool {
         Arc::ptr_eq(&self.registration, &other.registration)

@@ -10,7 +10,7 @@ use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{Case, HarnessError, HostProvider, Route, RuntimeVerdict};
 
 use super::{FuzzFailure, RigPool, agrees_with_runtime};
-use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::runner::{CaseRun, JudgedAs, run_cases};
 
 /// The `host_provider` fuzz target: a decoded tensor or view, with values
 /// taken straight from the input's remaining bytes, through the real
@@ -61,9 +61,15 @@ impl HostFuzzer {
             recipe: recipe.to_json(),
             source,
         };
-        let seeded = recipe.case().map_err(invalid)?;
-        let case = with_raw_values(seeded, u.take_rest()).map_err(invalid)?;
-        let context = format!("{} with values {}", recipe.to_json(), hex(case.values()));
+        let mut cases = recipe.cases().map_err(invalid)?;
+        // The first input takes the rest of the bytes as its values; the
+        // inputs moved with it keep their seeded ones.
+        cases[0] = with_raw_values(cases[0].clone(), u.take_rest()).map_err(invalid)?;
+        let context = format!(
+            "{} with values {}",
+            recipe.to_json(),
+            hex(cases[0].values())
+        );
         let watchdog = self
             .pool
             .get(0, &[], None, || {
@@ -74,36 +80,44 @@ impl HostFuzzer {
                 source,
             })?;
         let route = watchdog.route().clone();
-        let (judgement, outcome) = match run_case(watchdog, &route, &case, JudgedAs::Inside, None) {
-            CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
-            // Plain host memory stages every case; a skip here would be
-            // the harness's, and is not a finding of this target.
-            CaseRun::Skipped(_) => return Ok(()),
-            CaseRun::NotRun(source) => {
-                return Err(FuzzFailure::Harness {
-                    context: context.clone(),
-                    source,
+        for (case, run) in
+            cases
+                .iter()
+                .zip(run_cases(watchdog, &route, &cases, JudgedAs::Inside, None))
+        {
+            let (judgement, outcome) = match run {
+                CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
+                // Plain host memory stages every case; a skip here would be
+                // the harness's, and is not a finding of this target.
+                CaseRun::Skipped(_) => continue,
+                CaseRun::NotRun(source) => {
+                    return Err(FuzzFailure::Harness {
+                        context: context.clone(),
+                        source,
+                    });
+                }
+            };
+            agrees_with_runtime(judgement.violations(), &context)?;
+            if let Some(violation) = judgement.violations().first() {
+                return Err(FuzzFailure::HostValues {
+                    context,
+                    message: format!("{}: {}", violation.rule, violation.message),
                 });
             }
-        };
-        agrees_with_runtime(judgement.violations(), &context)?;
-        if let Some(violation) = judgement.violations().first() {
-            return Err(FuzzFailure::HostValues {
-                context,
-                message: format!("{}: {}", violation.rule, violation.message),
-            });
-        }
-        match &outcome.runtime {
-            RuntimeVerdict::Accepted(output) if output.bytes.as_deref() == Ok(case.values()) => {
-                Ok(())
+            match &outcome.runtime {
+                RuntimeVerdict::Accepted(output)
+                    if output.bytes.as_deref() == Ok(case.values()) => {}
+                other => {
+                    return Err(FuzzFailure::HostValues {
+                        context,
+                        message: format!(
+                            "the runtime's output is not the case's values bit for bit: {other:?}"
+                        ),
+                    });
+                }
             }
-            other => Err(FuzzFailure::HostValues {
-                context,
-                message: format!(
-                    "the runtime's output is not the case's values bit for bit: {other:?}"
-                ),
-            }),
         }
+        Ok(())
     }
 }
 

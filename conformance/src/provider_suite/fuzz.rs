@@ -13,11 +13,11 @@ use std::sync::Arc;
 use arbitrary::{Arbitrary, Unstructured};
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{HarnessError, OutsideCase, Route, Violation, Watchdog};
+use tenferro_transfer_harness::{Case, HarnessError, OutsideCase, Route, Violation, Watchdog};
 
 use super::ProviderSuite;
 use crate::generated::{REPLAY_ENV, shell_quote};
-use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::runner::{CaseRun, JudgedAs, merged, run_cases};
 
 /// The most cases one fuzz input runs, in order, on one rig.
 pub const MAX_FUZZ_CALLS: usize = 4;
@@ -265,14 +265,27 @@ impl SuiteFuzzer {
             .as_ref()
             .unwrap_or(&self.suite.capabilities);
         for (call, recipe) in recipes.iter().enumerate() {
-            let case = recipe.case().map_err(|error| setup(error.to_string()))?;
-            let outside = OutsideCase::of(recipe.clone(), capabilities)
-                .map_err(|error| setup(error.to_string()))?;
+            let single = recipe.clone().moved_with(Vec::new());
+            let outside =
+                OutsideCase::of(single, capabilities).map_err(|error| setup(error.to_string()))?;
+            // A case just outside the capabilities runs alone; one inside
+            // moves in one run with those of its inputs inside them too.
+            let cases: Vec<Case> = recipe
+                .cases()
+                .map_err(|error| setup(error.to_string()))?
+                .into_iter()
+                .enumerate()
+                .filter(|(index, case)| {
+                    *index == 0 || (outside.is_none() && capabilities.admits(case))
+                })
+                .map(|(_, case)| case)
+                .collect();
             let judged_as = match &outside {
                 Some(outside) => JudgedAs::Outside(outside),
                 None => JudgedAs::Inside,
             };
-            let judgement = match run_case(rig, route, &case, judged_as, None) {
+            let runs = run_cases(rig, route, &cases, judged_as, None);
+            let judgement = match merged(&cases, runs) {
                 CaseRun::Judged(judgement, _) => judgement,
                 // A case the route cannot run here (a layout its source
                 // does not stage): skipped, never a pass.

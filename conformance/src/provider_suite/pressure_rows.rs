@@ -61,15 +61,25 @@ impl ProviderSuite {
         // devices' memory over all of them can (level v2 on).
         if self.level.counts_memory() {
             let seen = pressure.calls.iter().any(|call| call.accounting_seen);
-            let memory = phase.finish(run.route, seen);
-            rows.push(self.in_level_record(CaseRecord::new(
+            // Memory that stayed: kept by the provider and reused, or
+            // leaked? The concurrent calls once more tell.
+            let memory = phase.finish_repeating(run.route, seen, run.deadline, || {
+                let _ = drive(
+                    run.route,
+                    run.provider,
+                    run.profile,
+                    run.capabilities,
+                    &options,
+                );
+            });
+            rows.push(self.in_level_record(CaseRecord::judged(
                 run.name,
                 origin.clone(),
                 RowHead {
                     layout: format!("{summary}: the devices' memory over every call"),
                     ..base.clone()
                 },
-                CaseOutcome::judged(&Oracle.judge_phase_memory(&memory)),
+                &Oracle.judge_phase_memory(&memory),
             )));
         }
         let failing: Vec<&Call> = pressure.failures().collect();

@@ -21,6 +21,7 @@ use crate::held::held_pass;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::sequences::state_pass;
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
 impl ProviderSuite {
@@ -263,6 +264,22 @@ impl ProviderSuite {
             rows.push(
                 self.case_record(name, Origin::Fixed, head, run, Some(&honesty_unchecked))
                     .with_replay(&recipe),
+            );
+        }
+        // Twins and inputs of mixed sizes in one run: what a provider
+        // kept from one call to the next must not answer the next.
+        {
+            let head = self.head(name, label.clone());
+            rows.extend(
+                state_pass(&mut rig, &route, &held_recipes, name, &head)
+                    .into_iter()
+                    .map(|record| {
+                        let mut record = self.in_level_record(record);
+                        record
+                            .outcome
+                            .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
+                        record
+                    }),
             );
         }
         // Outputs held as the caller holds them (level v2 on): a later

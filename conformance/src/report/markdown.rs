@@ -121,6 +121,14 @@ impl Report {
         }
         write_failures(&mut out, self);
         write_unchecked(&mut out, self);
+        let kept = self.kept_memory_section("- ");
+        if !kept.is_empty() {
+            let _ = writeln!(
+                out,
+                "### Memory kept between calls
+{kept}"
+            );
+        }
         write_skipped(&mut out, self);
         out
     }

@@ -4,6 +4,7 @@
 //! The JSON form is documented field by field in `docs/report-format.md`.
 
 mod junit;
+mod kept;
 mod markdown;
 mod matrix;
 mod table;
@@ -18,6 +19,7 @@ use tenferro_transfer_harness::{Unchecked, Violation};
 use crate::record::{CaseOutcome, CaseRecord};
 
 pub use crate::record::{RowHead, SETUP, Verdict};
+pub use kept::KeptSummary;
 pub use matrix::{Mark, RouteMatrix, RuleMatrix, RuleTally};
 
 /// One violation in a report row: the rule id (or [`SETUP`] when the harness
@@ -70,6 +72,10 @@ pub struct CaseResult {
     /// the case has one: `TRANSFER_CONFORMANCE_REPLAY` takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// Memory the devices kept after the case that repeating it did not
+    /// grow: what the provider keeps and reuses (not a leak).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_memory: Vec<tenferro_transfer_harness::KeptMemory>,
 }
 
 /// What failed in `outcome`, as a row writes it: each violation, or one
@@ -104,6 +110,7 @@ impl From<&CaseRecord> for CaseResult {
                 _ => None,
             },
             replay: record.replay.clone(),
+            kept_memory: record.kept_memory.clone(),
         }
     }
 }
@@ -157,10 +164,13 @@ impl Serialize for Report {
         struct Json<'a> {
             results: &'a [CaseResult],
             summary: Summary,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            kept_memory: Vec<KeptSummary>,
         }
         Json {
             results: &self.rows,
             summary: self.summary,
+            kept_memory: self.kept_memory(),
         }
         .serialize(serializer)
     }

@@ -125,6 +125,7 @@ impl Report {
             }
         }
         write_unchecked(&mut out, self);
+        out.push_str(&self.kept_memory_section("    "));
         let failed = format!("{} failed", self.summary().failed);
         let skipped = format!("{} skipped", self.summary().skipped);
         let _ = writeln!(

@@ -14,18 +14,54 @@ use tenferro_transfer_harness::{
 
 use super::report::CaseCheck;
 
-/// How the self-test runs a broken provider.
+/// How the self-test runs a provider on each case: the sequence of calls
+/// that meets what the provider keeps between calls.
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
 #[non_exhaustive]
 pub enum Exercised {
-    /// Case by case, on the built-in routes.
+    /// Case by case.
     Plainly,
     /// Its outputs held as a caller holds them, each case followed by one
     /// of the same size with other values (what `output-stable` needs).
     Held,
-    /// On the built-in routes with their simulated devices replaced by
-    /// devices that only count their memory in use, as real devices do.
-    OnCountingDevices,
+    /// Each case moved in one run with one of the same size and other
+    /// values: the runtime holds the provider's first output while the
+    /// second moves.
+    Together,
+    /// Each case, then its twin (the same dtype and shape, a few interior
+    /// elements changed).
+    Twins,
+    /// Each case sent by four threads at once, each with its own values of
+    /// the same dtype and shape, in up to three rounds.
+    ConcurrentTwins,
+}
+
+/// Which devices the self-test runs a provider on.
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[non_exhaustive]
+pub enum Devices {
+    /// The built-in routes' simulated devices as they are: a ledger, and
+    /// layout kernels that alias.
+    #[default]
+    AsBuilt,
+    /// Devices that only count their memory in use, as real devices do
+    /// ([`super::on_counting_devices`]).
+    CountingOnly,
+    /// Devices whose layout kernels write fresh memory
+    /// ([`super::on_copying_kernels`]): the runtime's outputs hold nothing
+    /// of the provider's.
+    CopyingKernels,
+}
+
+impl Devices {
+    /// `@counting-devices`, `@copying-kernels`, or nothing.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Devices::AsBuilt => "",
+            Devices::CountingOnly => "@counting-devices",
+            Devices::CopyingKernels => "@copying-kernels",
+        }
+    }
 }
 
 /// A broken provider of the self-test: its faults, the rules that must
@@ -40,6 +76,8 @@ pub struct BrokenSpec {
     pub deadline: Duration,
     /// How it is run.
     pub exercised: Exercised,
+    /// On which devices.
+    pub devices: Devices,
     applies: fn(&Case, &Route) -> bool,
 }
 
@@ -57,6 +95,7 @@ impl BrokenSpec {
             expected,
             deadline: SELFTEST_DEADLINE,
             exercised: Exercised::Plainly,
+            devices: Devices::AsBuilt,
             applies,
         }
     }
@@ -71,8 +110,14 @@ impl BrokenSpec {
         self
     }
 
+    fn on(mut self, devices: Devices) -> Self {
+        self.devices = devices;
+        self
+    }
+
     /// The broken provider's name: its faults joined by `+`, and
-    /// `@counting-devices` where it runs on devices that only count.
+    /// `@counting-devices` or `@copying-kernels` where it runs on such
+    /// devices.
     pub fn name(&self) -> String {
         let faults = self
             .faults
@@ -80,10 +125,7 @@ impl BrokenSpec {
             .map(|fault| fault.name())
             .collect::<Vec<_>>()
             .join("+");
-        match self.exercised {
-            Exercised::OnCountingDevices => format!("{faults}@counting-devices"),
-            _ => faults,
-        }
+        format!("{faults}{}", self.devices.suffix())
     }
 
     /// Whether the fault changes anything observable for `case` on `route`.
@@ -149,6 +191,18 @@ fn output_in_simulated_memory(case: &Case, route: &Route) -> bool {
 
 fn non_empty(case: &Case, _: &Route) -> bool {
     !case.is_empty()
+}
+
+/// Cases with interior elements, which a twin changes (its first and last
+/// stay).
+fn interior(case: &Case, _: &Route) -> bool {
+    case.len() >= 3
+}
+
+/// Cases whose seeded values differ between threads: a bool of a few
+/// elements may draw the same values twice.
+fn distinct_concurrent_values(case: &Case, _: &Route) -> bool {
+    case.len() >= 2 && (case.dtype() != DType::Bool || case.len() >= 16)
 }
 
 fn asymmetric_shape(case: &Case, _: &Route) -> bool {
@@ -340,7 +394,7 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         ),
         BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], always),
         BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], simulated_device)
-            .exercised(Exercised::OnCountingDevices),
+            .on(Devices::CountingOnly),
         BrokenSpec::new(
             vec![F::LeaksOnDriverThread],
             vec![R::NoLeak],
@@ -357,6 +411,23 @@ pub fn catalogue() -> Vec<BrokenSpec> {
             output_in_simulated_memory,
         )
         .exercised(Exercised::Held),
+        // Only the runtime holds the provider's output, within a run of
+        // two inputs: the pool hands its allocation to the second.
+        BrokenSpec::new(
+            vec![F::ReusesLiveOutput],
+            vec![R::OutputStable],
+            output_in_simulated_memory,
+        )
+        .exercised(Exercised::Together)
+        .on(Devices::CopyingKernels),
+        BrokenSpec::new(
+            vec![F::SharedStagingSlot],
+            vec![R::Values],
+            distinct_concurrent_values,
+        )
+        .exercised(Exercised::ConcurrentTwins),
+        BrokenSpec::new(vec![F::SampledContentCache], vec![R::Values], interior)
+            .exercised(Exercised::Twins),
         BrokenSpec::new(vec![F::Hang], vec![R::Deadline], few_tiny_cases).hanging(),
         BrokenSpec::new(vec![F::PanicMidCopy], vec![R::NoPanic], always),
         BrokenSpec::new(vec![F::PanickingMapRead], vec![R::NoPanic], sim_destination),

@@ -7,14 +7,20 @@
 //! exercises them and returns a [`SelfTestReport`].
 
 mod catalogue;
+mod controls;
+mod devices;
 mod faults;
 mod report;
 mod run;
+mod schedule;
 
 pub use catalogue::{
-    BrokenSpec, DeviceFaultSpec, Exercised, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue,
+    BrokenSpec, DeviceFaultSpec, Devices, Exercised, HANG_DEADLINE, SELFTEST_DEADLINE, catalogue,
     device_faults,
 };
+pub use controls::{ControlSpec, controls};
+pub use devices::{on_copying_kernels, on_counting_devices, on_devices};
 pub use faults::install;
 pub use report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
-pub use run::{on_counting_devices, run};
+pub use run::run;
+pub use schedule::judge_exercised;

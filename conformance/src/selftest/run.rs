@@ -4,24 +4,26 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
+use tenferro_mock_devices::SimDevice;
 use tenferro_mock_devices::providers::{Broken, Fault};
-use tenferro_mock_devices::{FaultPlan, PRESET_DTYPES, SimDevice};
 use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::strategy::{Capabilities, Recipe, ValueSource, ViewKinds};
+use tenferro_transfer_harness::strategy::{Capabilities, ViewKinds};
 use tenferro_transfer_harness::{
-    CapabilityGate, Case, Endpoint, HostEndpoint, Judgement, Route, Rule, Watchdog,
+    CapabilityGate, Endpoint, HostEndpoint, Judgement, Route, Rule, Watchdog,
 };
 
 use super::catalogue::{Exercised, SELFTEST_DEADLINE, always, catalogue, device_faults};
+use super::controls::controls;
+use super::devices::on_devices;
 use super::report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
-use crate::runner::{CaseHook, CaseRun, JudgedAs, run_case};
-use crate::{BuiltinProvider, fixed_shapes};
+use super::schedule::{Exercise, exercise};
+use crate::BuiltinProvider;
+use crate::runner::{CaseRun, JudgedAs, run_case};
 
 #[derive(Default)]
-struct Tally {
+pub(super) struct Tally {
     caught: BTreeSet<Rule>,
     cases: usize,
     missed: usize,
@@ -33,7 +35,7 @@ struct Tally {
 impl Tally {
     /// Count a case (or a whole route) that could not run as missed: the
     /// self-test cannot claim a catch it never saw.
-    fn could_not_run(&mut self, example: String) {
+    pub(super) fn could_not_run(&mut self, example: String) {
         self.cases += 1;
         self.missed += 1;
         if self.examples.len() < 3 {
@@ -45,7 +47,13 @@ impl Tally {
     /// disagreement with the runtime counted), a case the route cannot run
     /// here (a view of CUDA memory) is neither caught nor missed, and one
     /// the harness could not run counts as missed.
-    fn run(&mut self, plan: &Exercise<'_>, run: CaseRun, context: &str, disagreements: &mut usize) {
+    pub(super) fn run(
+        &mut self,
+        plan: &Exercise<'_>,
+        run: CaseRun,
+        context: &str,
+        disagreements: &mut usize,
+    ) {
         match run {
             CaseRun::Judged(judgement, _) => {
                 if self.record(plan, &judgement, context) {
@@ -107,129 +115,10 @@ impl Tally {
     }
 }
 
-/// How one provider is exercised: the rules that must fire, the cases it
-/// applies to, the deadline, and the device fault plan of each case.
-struct Exercise<'a> {
-    expected: &'a [Rule],
-    applies: &'a dyn Fn(&Case, &Route) -> bool,
-    deadline: Duration,
-    plan: Option<&'a FaultPlan>,
-    expects_error: bool,
-    /// Outputs held, each case followed by one of the same size with other
-    /// values, which is the case tallied (`output-stable`).
-    held: bool,
-}
-
 /// Whether the generic faults can rewrite `endpoint`'s memory: host or
 /// simulated memory, which [`Broken`] knows how to rebuild.
 fn generic_endpoint(endpoint: &Endpoint) -> bool {
     endpoint.downcast::<SimDevice>().is_some() || endpoint.downcast::<HostEndpoint>().is_some()
-}
-
-/// Run one provider on one route over every dtype and fixed shape (the
-/// large one excepted) that the exercise applies to.
-fn exercise(
-    route: &Route,
-    provider: Arc<dyn TransferProvider>,
-    plan: &Exercise<'_>,
-    tally: &mut Tally,
-    disagreements: &mut usize,
-) {
-    let mut rig = match Watchdog::new(route.clone(), provider, plan.deadline) {
-        Ok(rig) => rig,
-        Err(error) => {
-            tally.could_not_run(format!(
-                "route {} could not be built: {error}",
-                route.label()
-            ));
-            return;
-        }
-    };
-    rig.keep_outputs(plan.held);
-    for dtype in PRESET_DTYPES {
-        for shape in fixed_shapes(false) {
-            let Ok(case) = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone()) else {
-                continue;
-            };
-            if !(plan.applies)(&case, route) {
-                continue;
-            }
-            let context = format!("{} {dtype:?} {}", route.label(), shape.name);
-            let hook = plan.plan.map(|plan| plan as &dyn CaseHook);
-            let case = if plan.held {
-                // Held first, then a case of the same size with other
-                // values: a provider that hands out the live allocation of
-                // the first writes into it.
-                let sibling = Recipe {
-                    seed: 7,
-                    specials: 16,
-                    ..Recipe::fixed(
-                        dtype,
-                        shape.shape.clone(),
-                        shape.layout.clone(),
-                        ValueSource::Seeded,
-                    )
-                };
-                let Ok(sibling) = sibling.case() else {
-                    continue;
-                };
-                let first = run_case(&mut rig, route, &case, JudgedAs::Inside, hook);
-                if let CaseRun::NotRun(error) = first {
-                    tally.could_not_run(format!("could not run {context}: {error}"));
-                    continue;
-                }
-                if sibling.values() == case.values() {
-                    continue;
-                }
-                sibling
-            } else {
-                case
-            };
-            let run = run_case(&mut rig, route, &case, JudgedAs::Inside, hook);
-            tally.run(plan, run, &context, disagreements);
-        }
-    }
-    if plan.held
-        && let Err(error) = rig.release_outputs()
-    {
-        tally.could_not_run(format!(
-            "the held outputs of {} could not be released: {error}",
-            route.label()
-        ));
-    }
-}
-
-/// `route` with every simulated device replaced by one that only counts
-/// its memory in use, as real devices do; `None` without one.
-///
-/// # Examples
-///
-/// ```
-/// use tenferro_transfer_conformance::harness::Route;
-/// use tenferro_transfer_conformance::mock_devices::SimRoutes;
-/// use tenferro_transfer_conformance::selftest::on_counting_devices;
-///
-/// let route = on_counting_devices(&Route::host_to_sim().unwrap()).unwrap();
-/// assert!(route.destination().ledger().is_none());
-/// assert!(route.destination().memory_in_use().is_some());
-/// assert!(on_counting_devices(&Route::host_to_host().unwrap()).is_none());
-/// ```
-pub fn on_counting_devices(route: &Route) -> Option<Route> {
-    let counting = |endpoint: &Endpoint| -> Option<Endpoint> {
-        let device = endpoint.downcast::<SimDevice>()?;
-        SimDevice::counting_only(device.ordinal())
-            .ok()
-            .map(Endpoint::new)
-    };
-    let (source, destination) = (counting(route.source()), counting(route.destination()));
-    if source.is_none() && destination.is_none() {
-        return None;
-    }
-    Route::new(
-        source.unwrap_or_else(|| route.source().clone()),
-        destination.unwrap_or_else(|| route.destination().clone()),
-    )
-    .ok()
 }
 
 /// The capabilities the honesty rows declare: narrower than what the
@@ -291,7 +180,7 @@ fn exercise_outside(
         deadline: SELFTEST_DEADLINE,
         plan: None,
         expects_error: false,
-        held: false,
+        exercised: Exercised::Plainly,
     };
     let (mut rig, outside) = match (
         Watchdog::new(route.clone(), provider, plan.deadline),
@@ -385,12 +274,8 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     for spec in catalogue {
         let mut tally = Tally::default();
         for (provider, route) in generic.iter().copied() {
-            let route = match spec.exercised {
-                Exercised::OnCountingDevices => match on_counting_devices(route) {
-                    Some(route) => route,
-                    None => continue,
-                },
-                _ => route.clone(),
+            let Some(route) = on_devices(route, spec.devices) else {
+                continue;
             };
             let Ok(inner) = provider.provider(&route) else {
                 continue;
@@ -402,7 +287,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 deadline: spec.deadline,
                 plan: None,
                 expects_error: false,
-                held: spec.exercised == Exercised::Held,
+                exercised: spec.exercised,
             };
             exercise(&route, broken, &plan, &mut tally, &mut disagreements);
         }
@@ -420,11 +305,47 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 deadline: spec.deadline,
                 plan: Some(&spec.plan),
                 expects_error: spec.expects_error,
-                held: false,
+                exercised: Exercised::Plainly,
             };
             exercise(route, inner, &plan, &mut tally, &mut disagreements);
         }
         rows.push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
+    }
+    // Correct providers that keep state: no rule may fire, on any schedule
+    // or kind of device.
+    let controls = if generic.is_empty() {
+        Vec::new()
+    } else {
+        controls()
+    };
+    for control in controls {
+        let mut tally = Tally::default();
+        for (exercised, devices) in &control.exercises {
+            for (provider, route) in generic.iter().copied() {
+                let Some(route) = on_devices(route, *devices) else {
+                    continue;
+                };
+                let Ok(inner) = provider.provider(&route) else {
+                    continue;
+                };
+                let plan = Exercise {
+                    expected: &[],
+                    applies: &always,
+                    deadline: SELFTEST_DEADLINE,
+                    plan: None,
+                    expects_error: false,
+                    exercised: *exercised,
+                };
+                exercise(
+                    &route,
+                    control.wrap(inner),
+                    &plan,
+                    &mut tally,
+                    &mut disagreements,
+                );
+            }
+        }
+        rows.push(tally.row(format!("control:{}", control.name), Vec::new()));
     }
     // As above: with every route skipped, honesty rows would only say
     // "0 cases".
@@ -458,7 +379,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                 deadline: SELFTEST_DEADLINE,
                 plan: None,
                 expects_error: false,
-                held: false,
+                exercised: Exercised::Plainly,
             };
             exercise(
                 route,
@@ -480,7 +401,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
                     deadline: SELFTEST_DEADLINE,
                     plan: None,
                     expects_error: false,
-                    held: false,
+                    exercised: Exercised::Plainly,
                 };
                 exercise(route, inner, &plan, &mut tally, &mut disagreements)
             }

@@ -37,6 +37,8 @@ struct Inner {
     domain: AllocationDomainId,
     accounting: Arc<Accounting>,
     copies: CopyEngine,
+    /// Whether the engine's layout kernels write fresh memory.
+    copying_kernels: std::sync::atomic::AtomicBool,
 }
 
 /// One device of the vendor: memory in an allocation domain of its own, an
@@ -123,8 +125,42 @@ impl VendorDevice {
                 domain: AllocationDomainId::fresh(),
                 accounting: Arc::new(Accounting::default()),
                 copies,
+                copying_kernels: std::sync::atomic::AtomicBool::new(false),
             }),
         })
+    }
+
+    /// Make the engine's layout kernels (reshape, compaction) write fresh
+    /// device memory instead of sharing their input's allocation, as
+    /// devices whose layout ops launch a copy do: a result then holds
+    /// nothing of its input.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use example_vendor_device::VendorDevice;
+    /// use tenferro_tensor::{TensorRead, TensorStructural};
+    ///
+    /// let device = VendorDevice::open(0).unwrap();
+    /// device.set_copying_kernels(true);
+    /// let x = device.tensor(vec![2, 2], vec![1_i32, 2, 3, 4]).unwrap();
+    /// let y = device.engine().reshape_read(TensorRead::from_tensor(&x), &[4]).unwrap();
+    /// assert_eq!(device.live_allocations(), 2);
+    /// drop(x);
+    /// assert_eq!(device.live_allocations(), 1);
+    /// # drop(y);
+    /// ```
+    pub fn set_copying_kernels(&self, copying: bool) {
+        self.inner
+            .copying_kernels
+            .store(copying, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the engine's layout kernels write fresh memory.
+    pub fn copying_kernels(&self) -> bool {
+        self.inner
+            .copying_kernels
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The device's name, e.g. `npu0`.

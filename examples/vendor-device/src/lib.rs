@@ -18,6 +18,9 @@
 //! - [`VendorUpload`]: a correct host-to-device provider, which waits for
 //!   its copy; [`EarlyReturnUpload`]: the same without the wait.
 //! - [`VendorDownload`]: a correct device-to-host provider.
+//! - [`CachingUpload`]: a correct upload that keeps state between calls, a
+//!   caching allocator of destination blocks (the memory it keeps is
+//!   reported, not a leak).
 //!
 //! `tests/conformance.rs` runs the conformance suite against them through
 //! a device adapter of the suite's own trait (`tests/support`), and
@@ -26,6 +29,7 @@
 
 #[doc(hidden)]
 pub mod broken;
+mod caching;
 mod copy_engine;
 mod device;
 mod engine;
@@ -34,6 +38,7 @@ mod provider;
 mod scalar;
 mod storage;
 
+pub use caching::{CACHED_BLOCKS, CachingUpload};
 pub use copy_engine::CopyTicket;
 pub use device::{
     DEFAULT_BATCH_WINDOW, VENDOR_DEVICE_KIND, VENDOR_HARDWARE_CLASS, VENDOR_PROVIDER_ID,

@@ -202,6 +202,11 @@ impl<T> VendorStorage<T> {
         }
     }
 
+    /// How many tensors' handles hold the allocation (this one included).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.handle)
+    }
+
     /// A handle that does not keep the allocation alive.
     pub(crate) fn downgrade(&self) -> WeakVendorStorage<T> {
         WeakVendorStorage {

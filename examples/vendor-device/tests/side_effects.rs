@@ -11,12 +11,14 @@ use std::sync::Arc;
 use example_vendor_device::broken::{
     ClearingDownload, DriverThreadUpload, EveryFifthLeakUpload, LiveReuseUpload,
 };
-use example_vendor_device::{MAX_ELEMENTS, VendorDevice, VendorUpload, read_compact};
+use example_vendor_device::{
+    CachingUpload, MAX_ELEMENTS, VendorDevice, VendorUpload, read_compact,
+};
 use tenferro_transfer_conformance::prelude::*;
 
 use support::{
-    counting_upload_route, failing, skipped, suite_named, upload_route, upload_suite,
-    with_download, with_upload,
+    counting_copying_upload_route, counting_upload_route, failing, skipped, suite_named,
+    upload_route, upload_suite, with_download, with_upload,
 };
 
 /// Run `suite` on `route` and check that `rule` fails there and no other
@@ -62,6 +64,61 @@ fn an_upload_that_reuses_a_live_allocation_fails_output_stable() {
     let (text, skipped) = caught_by_exactly(&suite, "upload", Rule::OutputStable);
     assert!(text.contains("rule output-stable failed"), "{text}");
     assert_eq!(skipped, vec![]);
+}
+
+/// The same pool on a device that only counts its memory and whose
+/// kernels write fresh memory: the caller's outputs hold nothing of the
+/// provider's, so only the runtime holds the provider's output, within a
+/// run that moves several inputs; the pool hands it out again to the next
+/// input of the run, and `output-stable` fails there, and only it.
+#[test]
+fn an_upload_that_reuses_a_live_allocation_fails_output_stable_on_copying_kernels() {
+    let suite = with_upload(
+        suite_named("live-reuse-upload"),
+        counting_copying_upload_route,
+        |device| Arc::new(LiveReuseUpload::new(device)),
+    );
+    let (text, skipped) = caught_by_exactly(&suite, "upload", Rule::OutputStable);
+    assert!(
+        text.contains("which the runtime holds until the program ends"),
+        "{text}"
+    );
+    assert_eq!(skipped, vec![]);
+}
+
+/// A correct upload that keeps state between calls: a caching allocator
+/// whose blocks stay in use on the device. On a device that only counts
+/// its memory, whose kernels alias or copy, it passes every rule, every
+/// one checked; the blocks it keeps are reported as kept memory, not a
+/// leak.
+#[test]
+fn a_caching_allocator_passes_every_rule_and_its_kept_memory_is_reported() {
+    for route in [counting_upload_route, counting_copying_upload_route] {
+        let suite = with_upload(suite_named("caching-upload"), route, |device| {
+            Arc::new(CachingUpload::new(device))
+        });
+        let report = suite.run();
+        assert_eq!(
+            failing(&suite, &report, "upload"),
+            vec![],
+            "{}",
+            report.to_table()
+        );
+        assert_eq!(skipped(&suite, &report, "upload"), vec![]);
+        let kept = report.kept_memory();
+        assert!(
+            kept.iter().any(|summary| summary.endpoint == "npu0"
+                && summary.allocations.is_some_and(|count| count > 0)),
+            "{kept:?}"
+        );
+        assert!(
+            report
+                .to_table()
+                .contains("memory kept between calls and reused"),
+            "{}",
+            report.to_table()
+        );
+    }
 }
 
 /// An upload that keeps one destination allocation in five breaks

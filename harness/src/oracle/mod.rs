@@ -67,8 +67,12 @@ impl Oracle {
     /// Judge one case's outcome on `route`.
     pub fn judge(&self, case: &Case, route: &Route, outcome: &Outcome) -> Judgement {
         let mut judgement = Judgement::empty();
-        if let RuntimeVerdict::Abandoned { limit, hung_on } = &outcome.runtime {
-            let reason = abandoned_reason(*limit, hung_on);
+        let unjudged = match &outcome.runtime {
+            RuntimeVerdict::Abandoned { limit, hung_on } => Some(abandoned_reason(*limit, hung_on)),
+            RuntimeVerdict::NotReached { stopped_at } => Some(not_reached_reason(stopped_at)),
+            _ => None,
+        };
+        if let Some(reason) = unjudged {
             for rule in Rule::ALL {
                 judgement.skip(rule, &reason);
             }
@@ -179,7 +183,13 @@ impl Oracle {
                         ),
                     );
                 }
-                check_output(case, route, returned, &mut judgement)
+                check_output(
+                    case,
+                    route,
+                    returned,
+                    outcome.holds_values_of.as_deref(),
+                    &mut judgement,
+                )
             }
         }
         check_leaks(&outcome.leaks, &mut judgement);
@@ -230,6 +240,13 @@ fn only(mut judgement: Judgement, kept: Rule, reason: &str) -> Judgement {
 pub fn abandoned_reason(limit: std::time::Duration, hung_on: &str) -> String {
     format!(
         "after the provider hung on {hung_on} (a deadline violation), this route's later cases get a deadline of {limit:?} (derived from its successful calls), and this one overran it: not proven to hang, so not judged; replay it alone to judge it"
+    )
+}
+
+/// Why an input a run of several never reached is not judged.
+pub fn not_reached_reason(stopped_at: &str) -> String {
+    format!(
+        "the run moved several inputs and stopped at {stopped_at} before this input moved, so there is nothing of it to judge (the failure is reported on that input)"
     )
 }
 

@@ -53,6 +53,7 @@ pub(super) fn check_output(
     case: &Case,
     route: &Route,
     returned: &ReturnedTensor,
+    holds_values_of: Option<&str>,
     judgement: &mut Judgement,
 ) {
     let destination = route.destination();
@@ -184,7 +185,12 @@ pub(super) fn check_output(
         ),
         ReadBack::NotReadable { reason } => judgement.skip(Rule::Values, reason),
         ReadBack::Bytes(bytes) => {
-            if let Some(message) = compare_values(case, bytes) {
+            if let Some(mut message) = compare_values(case, bytes) {
+                if let Some(other) = holds_values_of {
+                    message.push_str(&format!(
+                        "; the output holds the values of {other}: state the provider kept from one call to the next (a cache, a pool or a staging buffer) answered this one"
+                    ));
+                }
                 judgement.violate(Rule::Values, message);
             }
         }

@@ -12,6 +12,10 @@ pub(super) fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
     let found = match leaks {
         LeakCheck::Checked(found) => found,
         LeakCheck::Unchecked(reason) => return judgement.skip(Rule::NoLeak, reason),
+        LeakCheck::Kept(kept) => {
+            judgement.kept.extend(kept.iter().cloned());
+            return;
+        }
     };
     let allocations: Vec<&crate::LeakedAllocation> = found
         .iter()
@@ -128,6 +132,14 @@ pub(super) fn check_held(held: Option<&crate::HeldOutputs>, judgement: &mut Judg
 
 /// A held output that changed, in words.
 fn changed_message(changed: &crate::ChangedOutput) -> String {
+    if let Some((position, total)) = changed.in_run {
+        return format!(
+            "the output the provider returned for input {position} of {total} moved in one run ({}), which the runtime holds until the program ends, changed while the later inputs moved ({}): {}",
+            changed.case,
+            changed.after.as_deref().unwrap_or("the later inputs"),
+            changed.difference
+        );
+    }
     match &changed.after {
         Some(after) => format!(
             "the output of case {}, still held by the caller, changed after the call of case {after}: {}",

@@ -4,6 +4,8 @@
 mod broken;
 mod hostile;
 mod reference;
+mod stateful;
 
 pub use broken::{Broken, FORGED_FAMILY, Fault, wrong_dtype_of};
 pub use reference::{SimDownload, SimPeer, SimUpload};
+pub use stateful::{CachingAllocator, ContentCache};

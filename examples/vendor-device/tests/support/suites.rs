@@ -19,6 +19,15 @@ pub fn counting_upload_route() -> Result<Route, HarnessError> {
     )
 }
 
+/// Host to a fresh vendor device `npu0` that only counts its memory and
+/// whose layout kernels write fresh memory: the runtime's outputs hold
+/// nothing of the provider's.
+pub fn counting_copying_upload_route() -> Result<Route, HarnessError> {
+    let npu = VendorEndpoint::counting_only(0)?;
+    npu.device.set_copying_kernels(true);
+    Route::new(Endpoint::host("host")?, Endpoint::new(npu))
+}
+
 /// How a test builds a provider on the route's vendor device.
 pub type MakeProvider = fn(VendorDevice) -> Arc<dyn TransferProvider>;
 

@@ -117,11 +117,24 @@ pub enum Fault {
     /// made during the call by a thread that is not the caller's. Nothing
     /// where neither side is simulated memory.
     LeaksOnDriverThread,
+    /// `values`: one staging slot per element type and count, shared by
+    /// every call: a call puts its values in the slot, builds its copy
+    /// descriptor (a millisecond), then copies whatever the slot holds. A
+    /// call of the same size on another thread in between overwrites the
+    /// slot, and its values arrive in the first call's output. Seen only
+    /// when calls of the same size overlap.
+    SharedStagingSlot,
+    /// `values`: a content cache that compares a few sampled elements (the
+    /// first and the last): when an earlier input of the same dtype and
+    /// shape agrees with this one there, the output is filled from the
+    /// earlier values. Seen only when two inputs of one shape differ
+    /// elsewhere (a twin).
+    SampledContentCache,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 33] = [
+    pub const ALL: [Fault; 35] = [
         Fault::WrongDtype,
         Fault::RankChanged,
         Fault::DimsPermuted,
@@ -155,6 +168,8 @@ impl Fault {
         Fault::ReusesLiveOutput,
         Fault::LeaksEveryFifth,
         Fault::LeaksOnDriverThread,
+        Fault::SharedStagingSlot,
+        Fault::SampledContentCache,
     ];
 
     /// A stable kebab-case name.
@@ -193,6 +208,8 @@ impl Fault {
             Fault::ReusesLiveOutput => "reuses-live-output",
             Fault::LeaksEveryFifth => "leaks-every-fifth",
             Fault::LeaksOnDriverThread => "leaks-on-driver-thread",
+            Fault::SharedStagingSlot => "shared-staging-slot",
+            Fault::SampledContentCache => "sampled-content-cache",
         }
     }
 
@@ -236,6 +253,11 @@ impl Fault {
             Fault::ShortMapRead => Some(Hostility::ShortMapRead),
             _ => None,
         }
+    }
+
+    /// Whether the fault answers from state kept between calls.
+    pub(super) fn keeps_state(self) -> bool {
+        matches!(self, Fault::SharedStagingSlot | Fault::SampledContentCache)
     }
 
     pub(super) fn breaks_metadata(self) -> bool {

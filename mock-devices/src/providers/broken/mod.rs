@@ -21,12 +21,14 @@ use crate::{Element, SimStorage, with_element};
 mod effects;
 mod faults;
 mod metadata;
+mod state;
 mod values;
 
 use effects::SideEffects;
 pub use faults::Fault;
 use metadata::break_metadata;
 pub use metadata::{FORGED_FAMILY, wrong_dtype_of};
+use state::KeptState;
 use values::corrupt_values;
 
 /// A correct provider with faults injected into what it returns.
@@ -55,6 +57,7 @@ pub struct Broken {
     faults: Vec<Fault>,
     leaked: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
     effects: SideEffects,
+    kept: KeptState,
 }
 
 impl Broken {
@@ -71,6 +74,7 @@ impl Broken {
             faults,
             leaked: Mutex::new(Vec::new()),
             effects: SideEffects::default(),
+            kept: KeptState::default(),
         }
     }
 
@@ -103,6 +107,10 @@ impl TransferProvider for Broken {
         let input = request.input().clone();
         let mut output = self.inner.transfer_blocking(request)?;
         output = self.effects.apply(&self.faults, &input, output)?;
+        if self.faults.iter().any(|fault| fault.keeps_state()) {
+            with_element!(output.dtype(), T => self.kept.apply::<T>(&self.faults, &mut output)?,
+                external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
+        }
         for &fault in self.faults.iter().filter(|fault| fault.corrupts_values()) {
             with_element!(output.dtype(), T => corrupt_values::<T>(fault, &input, &mut output)?,
                 external => return Err(Error::unsupported(OP, "preset dtypes only").into()));
@@ -180,7 +188,7 @@ fn staging<T: Element>(
 }
 
 /// The values of a compact tensor, host or backend.
-fn values_of<T: Element>(output: &Tensor) -> tenferro_tensor::Result<Vec<T>> {
+pub(super) fn values_of<T: Element>(output: &Tensor) -> tenferro_tensor::Result<Vec<T>> {
     const OP: &str = "Broken::values_of";
     let typed = output
         .as_typed::<T>()
@@ -194,7 +202,10 @@ fn values_of<T: Element>(output: &Tensor) -> tenferro_tensor::Result<Vec<T>> {
     }
 }
 
-fn write_values<T: Element>(output: &mut Tensor, values: &[T]) -> tenferro_tensor::Result<()> {
+pub(super) fn write_values<T: Element>(
+    output: &mut Tensor,
+    values: &[T],
+) -> tenferro_tensor::Result<()> {
     const OP: &str = "Broken::write_values";
     let typed = output
         .as_typed_mut::<T>()

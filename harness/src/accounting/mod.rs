@@ -5,16 +5,22 @@
 //! (an input staged on the device, an output returned into it) before its
 //! silence counts as "no leak".
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use std::thread::ThreadId;
 
-use crate::{Allocation, AllocationLedger};
+use crate::Allocation;
 
 use crate::{Endpoint, LeakedAllocation};
+
+mod kept;
+mod phase;
+
+pub use kept::KeptMemory;
+pub(crate) use kept::{Repetition, kept_or_leaked, phase_kept_or_leaked};
+pub use phase::PhaseMemory;
 
 /// The memory a device has in use, as the device counts it: live
 /// allocations, bytes, or both. What PyTorch's `memory_allocated`, PJRT's
@@ -80,7 +86,7 @@ impl MemoryInUse {
 }
 
 /// The change of a device's memory in use between two samples.
-#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct MemoryGrowth {
     /// Live allocations gained (negative: released), where counted.
@@ -176,7 +182,8 @@ impl Drop for Stay {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Sample {
     /// The ledger's live allocations, where the adapter keeps a ledger.
-    pub(crate) ledger: Option<BTreeSet<u64>>,
+    /// Where the ledger stood, where the adapter keeps one.
+    pub(crate) ledger: Option<crate::LedgerMark>,
     /// The device's counts, where it counts and the route uses them.
     pub(crate) counts: Option<MemoryInUse>,
 }
@@ -185,9 +192,7 @@ impl Sample {
     /// `endpoint`'s accounting now (counts only when `counted`).
     pub(crate) fn of(endpoint: &Endpoint, counted: bool) -> Self {
         Self {
-            ledger: endpoint
-                .ledger()
-                .map(|ledger| live_ids(&ledger).into_iter().collect()),
+            ledger: endpoint.ledger().map(|ledger| ledger.mark()),
             counts: if counted {
                 endpoint.memory_in_use()
             } else {
@@ -196,15 +201,19 @@ impl Sample {
         }
     }
 
-    /// Whether the accounting shows something allocated since `before`
-    /// and still live: the evidence that it sees what it must.
-    pub(crate) fn shows_more_than(&self, before: &Sample) -> bool {
-        let ledger = match (&self.ledger, &before.ledger) {
-            (Some(now), Some(then)) => now.difference(then).next().is_some(),
+    /// Whether `endpoint`'s accounting shows, now, something allocated
+    /// since this sample and still live: the evidence that it sees what
+    /// it must.
+    pub(crate) fn shown_more_on(&self, endpoint: &Endpoint, counted: bool) -> bool {
+        let ledger = match (&self.ledger, endpoint.ledger()) {
+            (Some(mark), Some(ledger)) => ledger.any_opened_since(mark),
             _ => false,
         };
-        let counts = match (&self.counts, &before.counts) {
-            (Some(now), Some(then)) => now.growth_since(then).grew(),
+        let counts = match (
+            &self.counts,
+            counted.then(|| endpoint.memory_in_use()).flatten(),
+        ) {
+            (Some(then), Some(now)) => now.growth_since(then).grew(),
             _ => false,
         };
         ledger || counts
@@ -214,23 +223,6 @@ impl Sample {
     pub(crate) fn accounts(&self) -> bool {
         self.ledger.is_some() || self.counts.is_some()
     }
-}
-
-fn live_ids(ledger: &AllocationLedger) -> Vec<u64> {
-    ledger
-        .live_allocations()
-        .into_iter()
-        .map(|allocation| allocation.id)
-        .collect()
-}
-
-/// The allocations of `ledger` made since `before` and still live.
-pub(crate) fn opened_since(ledger: &AllocationLedger, before: &BTreeSet<u64>) -> Vec<Allocation> {
-    ledger
-        .live_allocations()
-        .into_iter()
-        .filter(|allocation| !before.contains(&allocation.id))
-        .collect()
 }
 
 /// How long, at most, the rig waits for a device's counts to come back to
@@ -324,7 +316,7 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
     }
     endpoint.settle();
     if let (Some(ledger), Some(before)) = (endpoint.ledger(), &case.before.ledger) {
-        let opened = opened_since(&ledger, before);
+        let opened = ledger.opened_since(before);
         let (own, foreign): (Vec<Allocation>, Vec<Allocation>) = opened
             .into_iter()
             .partition(|allocation| allocation.thread == case.thread);
@@ -415,83 +407,5 @@ pub(crate) fn combine(
         crate::LeakCheck::Checked(Vec::new())
     } else {
         crate::LeakCheck::Unchecked(nothing_accounts())
-    }
-}
-
-/// The memory of a route's devices over a whole phase of cases (a pass
-/// that holds outputs, the concurrent calls): sampled when the phase
-/// starts and again when it is over and every tensor of it is dropped, so
-/// that memory a phase keeps shows even where no single case can be
-/// judged alone.
-///
-/// # Examples
-///
-/// ```
-/// use tenferro_transfer_harness::{LeakCheck, PhaseMemory, Route};
-///
-/// // Plain host memory accounts nothing: the phase is unchecked, and why.
-/// let route = Route::host_to_host().unwrap();
-/// let phase = PhaseMemory::start(&route);
-/// // ... the phase's cases run here ...
-/// assert!(matches!(phase.finish(&route, true), LeakCheck::Unchecked(_)));
-/// ```
-#[derive(Clone, Debug)]
-pub struct PhaseMemory {
-    samples: [Sample; 2],
-}
-
-impl PhaseMemory {
-    /// Sample both devices of `route` (settled) as the phase starts.
-    pub fn start(route: &crate::Route) -> Self {
-        let counted = route.counts_memory();
-        let sample = |endpoint: &Endpoint| {
-            endpoint.settle();
-            Sample::of(endpoint, counted)
-        };
-        Self {
-            samples: [sample(route.source()), sample(route.destination())],
-        }
-    }
-
-    /// Whether the destination's accounting shows more in use now than
-    /// when the phase started: asked while the phase's outputs are held
-    /// alive, the evidence that it sees them.
-    pub fn shows_held_outputs(&self, route: &crate::Route) -> bool {
-        Sample::of(route.destination(), route.counts_memory()).shows_more_than(&self.samples[1])
-    }
-
-    /// What the phase left behind, once every tensor of it is dropped:
-    /// `accounting_seen` says whether the accounting was shown to see what
-    /// the phase put on the devices (without that, its silence vouches for
-    /// nothing and the verdict is unchecked).
-    pub fn finish(&self, route: &crate::Route, accounting_seen: bool) -> crate::LeakCheck {
-        let counted = route.counts_memory();
-        let thread = std::thread::current().id();
-        let findings = [route.source(), route.destination()]
-            .into_iter()
-            .zip(&self.samples)
-            .map(|(endpoint, before)| {
-                judge_endpoint(
-                    &CaseOnEndpoint {
-                        endpoint,
-                        before,
-                        saw_its_tensor: Some(accounting_seen),
-                        tensor: "what the phase put there",
-                        // The phase is over: every allocation made during
-                        // it, on any thread, is the phase's.
-                        stay: None,
-                        thread,
-                    },
-                    counted,
-                )
-            })
-            .collect();
-        combine(findings, || {
-            format!(
-                "neither {} nor {} accounts its memory, so leaks cannot be seen",
-                route.source().name(),
-                route.destination().name()
-            )
-        })
     }
 }

@@ -31,9 +31,11 @@ use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use tenferro_tensor::DType;
 
+mod recipe;
+
 pub use crate::capabilities::{Capabilities, Exceeded, ViewKind, ViewKinds};
-use crate::case::{F32_SPECIALS, F64_SPECIALS, mix};
-use crate::{Case, HarnessError, Layout, ViewAxis, ViewSpec};
+use crate::{HarnessError, Layout, ViewAxis, ViewSpec};
+pub use recipe::{Recipe, ValueSource};
 
 /// How many cases to run, and how large they may be.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
@@ -110,189 +112,6 @@ impl fmt::Display for Profile {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.name())
     }
-}
-
-/// A generated case, small enough to print and replay.
-#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
-pub struct Recipe {
-    /// Dtype name, e.g. `C64`.
-    pub dtype: String,
-    /// Logical shape.
-    pub shape: Vec<usize>,
-    /// Source layout.
-    pub layout: Layout,
-    /// Seed of the values.
-    pub seed: u64,
-    /// Out of 256, how often an element is a special value.
-    pub specials: u8,
-    /// Where the values come from: `seed` and `specials` drawn by the
-    /// generator (the default, left out of the JSON), or the fixed cases'
-    /// pattern or special values.
-    #[serde(default, skip_serializing_if = "ValueSource::is_seeded")]
-    pub values: ValueSource,
-}
-
-/// Where a [`Recipe`]'s element values come from.
-#[derive(Clone, Copy, Debug, Default, Eq, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum ValueSource {
-    /// Seeded random bits mixed with special values (the recipe's `seed`
-    /// and `specials`): what the generator draws.
-    #[default]
-    Seeded,
-    /// The fixed cases' deterministic pattern ([`Case::patterned`]).
-    Patterned,
-    /// Every special value of a float dtype in both signs
-    /// ([`Case::special_values`]); the recipe's shape must be its shape.
-    SpecialValues,
-}
-
-impl ValueSource {
-    /// Whether the values are the generator's seeded ones.
-    pub fn is_seeded(&self) -> bool {
-        *self == ValueSource::Seeded
-    }
-}
-
-impl Recipe {
-    /// The dtype.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`HarnessError::InvalidCase`] for an unknown dtype name.
-    pub fn dtype(&self) -> Result<DType, HarnessError> {
-        PRESET_DTYPES
-            .into_iter()
-            .find(|dtype| format!("{dtype:?}") == self.dtype)
-            .ok_or_else(|| HarnessError::InvalidCase {
-                reason: format!("unknown dtype `{}`", self.dtype),
-            })
-    }
-
-    /// Expand into a case.
-    ///
-    /// # Errors
-    ///
-    /// As [`Case::new`], or an unknown dtype.
-    pub fn case(&self) -> Result<Case, HarnessError> {
-        let dtype = self.dtype()?;
-        match self.values {
-            ValueSource::Seeded => {
-                let count: usize = self.shape.iter().product();
-                Case::new(
-                    dtype,
-                    self.shape.clone(),
-                    self.layout.clone(),
-                    seeded_values(dtype, count, self.seed, self.specials),
-                )
-            }
-            ValueSource::Patterned => {
-                Case::patterned(dtype, self.shape.clone(), self.layout.clone())
-            }
-            ValueSource::SpecialValues => match Case::special_values(dtype)? {
-                Some(case) if case.shape() == self.shape && case.layout() == &self.layout => {
-                    Ok(case)
-                }
-                Some(case) => Err(HarnessError::InvalidCase {
-                    reason: format!(
-                        "the special values of {dtype:?} are an owned tensor of shape {:?}",
-                        case.shape()
-                    ),
-                }),
-                None => Err(HarnessError::InvalidCase {
-                    reason: format!("dtype {dtype:?} has no special float values"),
-                }),
-            },
-        }
-    }
-
-    /// The recipe of a fixed case: `dtype`, `shape` and `layout` with the
-    /// values of `values` (seed and density zero).
-    pub fn fixed(dtype: DType, shape: Vec<usize>, layout: Layout, values: ValueSource) -> Self {
-        Self {
-            dtype: format!("{dtype:?}"),
-            shape,
-            layout,
-            seed: 0,
-            specials: 0,
-            values,
-        }
-    }
-
-    /// One line of JSON.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-}
-
-impl FromStr for Recipe {
-    type Err = HarnessError;
-
-    fn from_str(json: &str) -> Result<Self, Self::Err> {
-        serde_json::from_str(json).map_err(|error| HarnessError::InvalidCase {
-            reason: format!("not a case recipe: {error}"),
-        })
-    }
-}
-
-/// Element images: a special value where the seeded hash falls under
-/// `specials`, seeded random bits elsewhere.
-fn seeded_values(dtype: DType, count: usize, seed: u64, specials: u8) -> Vec<u8> {
-    let width = crate::element_width(dtype).unwrap_or(0);
-    let mut out = Vec::with_capacity(count * width);
-    let key = mix(seed);
-    for i in 0..count as u64 {
-        let bits = mix(key ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let special = ((bits & 0xff) as u8) < specials;
-        let pick = (bits >> 8) as usize;
-        let f32_part = |salt: u64| {
-            if special {
-                F32_SPECIALS[(pick + salt as usize) % F32_SPECIALS.len()]
-            } else {
-                (bits >> (16 + salt)) as u32
-            }
-        };
-        let f64_part = |salt: u64| {
-            if special {
-                F64_SPECIALS[(pick + salt as usize) % F64_SPECIALS.len()]
-            } else {
-                mix(bits ^ salt)
-            }
-        };
-        const INT_SPECIALS: [i64; 5] = [0, 1, -1, i64::MIN, i64::MAX];
-        match dtype {
-            DType::F32 => out.extend_from_slice(&f32_part(0).to_le_bytes()),
-            DType::F64 => out.extend_from_slice(&f64_part(0).to_le_bytes()),
-            DType::I32 => {
-                let value = if special {
-                    [0, 1, -1, i32::MIN, i32::MAX][pick % 5]
-                } else {
-                    (bits >> 16) as i32
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            DType::I64 => {
-                let value = if special {
-                    INT_SPECIALS[pick % 5]
-                } else {
-                    mix(bits) as i64
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            DType::Bool => out.push(((bits >> 16) & 1) as u8),
-            DType::C32 => {
-                out.extend_from_slice(&f32_part(0).to_le_bytes());
-                out.extend_from_slice(&f32_part(3).to_le_bytes());
-            }
-            DType::C64 => {
-                out.extend_from_slice(&f64_part(0).to_le_bytes());
-                out.extend_from_slice(&f64_part(3).to_le_bytes());
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 /// The highest rank drawn: the conformance suite's fixed cases reach every
@@ -412,12 +231,60 @@ fn view_of(sliced: &[usize], cuts: &[AxisCut], permuted: bool, keys: &[u8]) -> L
     })
 }
 
-/// The full recipe strategy for `profile`, inside `capabilities`.
+/// The full recipe strategy for `profile`, inside `capabilities`: one
+/// input in three runs of four, and in the fourth one or two more inputs
+/// moved in the same run ([`Recipe::with`]): its twin (the same values but
+/// a few interior elements), one of the same dtype and shape with other
+/// values, or another drawn case.
 ///
 /// Every part is drawn independently and combined by a plain map (no
-/// `prop_flat_map`), so shrinking converges: towards an owned F32 tensor of
-/// small dimensions with seed and density zero.
+/// `prop_flat_map`), so shrinking converges: towards a run of one owned
+/// F32 tensor of small dimensions with seed and density zero.
 pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Recipe> {
+    let single = single_recipe(profile, capabilities);
+    let companion = prop_oneof![
+        2 => any::<u64>().prop_map(Companion::Twin),
+        1 => (any::<u64>(), any::<u8>()).prop_map(|(seed, specials)| Companion::SameShape { seed, specials }),
+        1 => single.clone().prop_map(Companion::Other),
+    ];
+    let companions = prop_oneof![
+        3 => Just(Vec::new()),
+        1 => prop::collection::vec(companion, 1..=2),
+    ];
+    (single, companions)
+        .prop_map(|(recipe, companions)| {
+            let others = companions
+                .into_iter()
+                .map(|companion| match companion {
+                    Companion::Twin(seed) => recipe.twin(seed),
+                    Companion::SameShape { seed, specials } => Recipe {
+                        seed,
+                        specials,
+                        values: ValueSource::Seeded,
+                        ..recipe.twin(0)
+                    }
+                    .untwinned(),
+                    Companion::Other(other) => other,
+                })
+                .collect();
+            recipe.moved_with(others)
+        })
+        .boxed()
+}
+
+/// An input drawn to move in the same run as another.
+#[derive(Clone, Debug)]
+enum Companion {
+    /// Its twin, with this seed.
+    Twin(u64),
+    /// Its dtype, shape and layout, with these seeded values.
+    SameShape { seed: u64, specials: u8 },
+    /// Another drawn case.
+    Other(Recipe),
+}
+
+/// One input, drawn inside `capabilities` for `profile`.
+fn single_recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Recipe> {
     let max = profile.max_elements().min(capabilities.max_elements);
     let capabilities = capabilities.clone();
     // A dtype of which not one element fits the byte limit is not drawn
@@ -555,6 +422,8 @@ impl RecipeParts {
             seed: self.seed,
             specials: self.specials,
             values: ValueSource::Seeded,
+            twin: None,
+            with: Vec::new(),
         }
     }
 }
