@@ -440,3 +440,71 @@ fn broken_stateful_providers_fail_exactly_their_rule(
     };
     assert!(text.contains(said), "{text}");
 }
+
+/// An upload that deadlocks on inputs above 20 elements (the fixed case
+/// `[7, 3]` is the first) after it allocated their destination: it never
+/// returns, and never frees.
+#[derive(Debug)]
+struct DeadlocksAbove20 {
+    inner: Arc<dyn TransferProvider>,
+    device: SimDevice,
+}
+
+impl TransferProvider for DeadlocksAbove20 {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        if request.input().shape().iter().product::<usize>() > 20 {
+            let _destination = self.device.tensor(vec![2], vec![0_i64, 0])?;
+            // A lock never released: a real deadlock, no simulated hang.
+            let (_never, wait) = std::sync::mpsc::channel::<()>();
+            let _ = wait.recv();
+        }
+        self.inner.transfer_blocking(request)
+    }
+}
+
+/// A provider that hangs fails `deadline`; the memory its hung calls hold
+/// is not a leak: on a device that only counts, `no-leak` holds on the
+/// cases and is not checked over the phases after the hang (the held pass
+/// and the concurrent calls), naming the hung calls.
+#[test]
+fn memory_held_by_hung_calls_is_not_judged_a_leak() {
+    let suite = ProviderSuite::new("deadlocks", Level::V2)
+        .route(
+            "upload",
+            || counting_route(false),
+            |route| {
+                let Some(device) = route.destination().downcast::<SimDevice>() else {
+                    return Err("upload serves a simulated destination".into());
+                };
+                Ok(Arc::new(DeadlocksAbove20 {
+                    inner: sim_upload(route)?,
+                    device: device.clone(),
+                }) as Arc<dyn TransferProvider>)
+            },
+        )
+        .capabilities(Capabilities::all().dtypes([DType::F64]).max_elements(256))
+        .deadline(std::time::Duration::from_millis(300))
+        .seed(7);
+    let report = suite.run();
+    assert_eq!(
+        failing(&suite, &report),
+        vec![Rule::Deadline],
+        "{}",
+        report.to_table()
+    );
+    let phases: Vec<_> = report
+        .rows()
+        .iter()
+        .filter(|row| row.layout.contains("memory over"))
+        .collect();
+    assert!(!phases.is_empty(), "{}", report.to_table());
+    for row in phases {
+        let reason = row
+            .unchecked
+            .iter()
+            .find(|item| item.rule == Rule::NoLeak)
+            .map(|item| item.reason.as_str())
+            .unwrap_or_default();
+        assert!(reason.contains("never returned"), "{row:?}");
+    }
+}

@@ -10,9 +10,9 @@ use tenferro_tensor::{DType, Tensor};
 
 use crate::effects::output_image;
 use crate::image_diff::compare_images;
-use crate::{Case, ChangedOutput, HeldOutputs};
+use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, ReadBack, SpyRecord};
 
-use super::case_words;
+use super::{Ran, Rig, case_words};
 
 /// How many recent outputs a rig holds, besides the previous one of each
 /// dtype and length.
@@ -157,4 +157,64 @@ pub(super) fn reread_in_run(inputs: &[HeldInRun<'_>], cases: &[Case]) -> HeldOut
         });
     }
     seen
+}
+
+impl Rig {
+    /// What the outputs a caller holds showed after this run: those held
+    /// from earlier runs, read again, and in a run of several inputs the
+    /// provider's own outputs, read again after the later transfers.
+    /// `None` where nothing is held on this path.
+    pub(super) fn held_outputs(
+        &self,
+        cases: &[Case],
+        calls: &[SpyRecord],
+        ran: &Ran,
+    ) -> Option<HeldOutputs> {
+        let last = cases.last().map(case_words);
+        let mut seen = self.keeping.then(|| self.held.reread(last.as_deref()));
+        if let (true, Ok(observed)) = (cases.len() > 1, &ran.executed.outputs)
+            && calls.len() == cases.len()
+        {
+            let inputs: Vec<HeldInRun<'_>> = cases
+                .iter()
+                .zip(calls)
+                .enumerate()
+                .filter_map(|(index, (case, call))| {
+                    Some(HeldInRun {
+                        case,
+                        position: index + 1,
+                        at_return: readable_at_return(case, &call.result),
+                        at_end: &observed.get(cases.len() + index)?.bytes,
+                    })
+                })
+                .collect();
+            let within = reread_in_run(&inputs, cases);
+            let all = seen.get_or_insert_with(HeldOutputs::default);
+            all.reread += within.reread;
+            all.changed.extend(within.changed);
+        }
+        seen
+    }
+}
+
+/// The image of a returned output as the Spy read it at return, when its
+/// elements pair with the case's: a complete copy of the case's dtype and
+/// length, read in full.
+fn readable_at_return<'a>(case: &Case, result: &'a ProviderResult) -> Option<&'a [u8]> {
+    let ProviderResult::Returned(returned) = result else {
+        return None;
+    };
+    let complete = matches!(returned.completion, crate::CompletionState::Complete)
+        || matches!(returned.completion, crate::CompletionState::Unknown { .. });
+    match &returned.bytes {
+        ReadBack::Bytes(bytes)
+            if complete
+                && returned.dtype == case.dtype()
+                && returned.buffer_len == Some(case.len())
+                && returned.buffer_len_changed_to.is_none() =>
+        {
+            Some(bytes)
+        }
+        _ => None,
+    }
 }

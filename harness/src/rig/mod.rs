@@ -7,6 +7,7 @@
 //! into one [`Outcome`] per input.
 
 mod held;
+mod memory;
 mod plans;
 mod program;
 mod recent;
@@ -17,9 +18,7 @@ use crate::EngineRole;
 use crate::trace::{self, Trace};
 use tenferro_runtime::{EventDomainId, ExecutionEngine, Runtime, TransferProvider};
 
-use crate::accounting::{
-    CaseOnEndpoint, Repetition, Sample, combine, judge_endpoint, kept_or_leaked,
-};
+use crate::accounting::Sample;
 use crate::effects::read_backing;
 use crate::stage::with_inputs;
 use crate::{
@@ -28,7 +27,7 @@ use crate::{
 };
 
 pub use held::HOLD_RECENT;
-use held::{HeldAcrossRuns, HeldInRun, reread_in_run};
+use held::HeldAcrossRuns;
 use plans::{Engines, Plans};
 use recent::RecentInputs;
 
@@ -74,12 +73,6 @@ pub struct Rig {
     /// Runs whose memory kept growing when they were repeated.
     leaking_runs: usize,
 }
-
-/// After this many runs of a rig were shown to leak (their memory grew
-/// again when they were repeated), later growth is judged a leak without
-/// repeating: the provider fails `no-leak` already, and a leaking provider
-/// should not pay a dozen repetitions on every case.
-const LEAKING_RUNS_BEFORE_TRUSTED: usize = 4;
 
 /// What the staged part of a run produced.
 struct Ran {
@@ -327,41 +320,7 @@ impl Rig {
         }
         // Every tensor of the run (inputs, transfers, outputs) is dropped
         // now, but the outputs held on purpose.
-        let leaks = if self.keeping {
-            LeakCheck::Unchecked(
-                "the outputs of this pass are kept alive on purpose (output-stable), so its memory is judged over the whole pass, not case by case".to_owned(),
-            )
-        } else {
-            match self.judge_leaks(&before, &stays, ran.staged, saw_output, counted) {
-                // Memory that stayed: kept and reused, or leaked? The run
-                // again, and again, tells.
-                // Once runs of this rig were shown to leak, growth is a leak
-                // again without the repetitions' cost.
-                LeakCheck::Checked(found)
-                    if !found.is_empty() && self.leaking_runs < LEAKING_RUNS_BEFORE_TRUSTED =>
-                {
-                    let route = self.route.clone();
-                    let judged = kept_or_leaked(
-                        &route,
-                        &before,
-                        Some(&stays),
-                        found,
-                        Repetition::RUN,
-                        || {
-                            self.spy.take();
-                            // Only the memory of a repetition is looked at.
-                            let _ = self.stage_and_run(cases, &before[0], counted);
-                            self.spy.take();
-                        },
-                    );
-                    if matches!(&judged, LeakCheck::Checked(leaks) if !leaks.is_empty()) {
-                        self.leaking_runs += 1;
-                    }
-                    judged
-                }
-                other => other,
-            }
-        };
+        let leaks = self.memory_after(cases, &before, &stays, ran.staged, saw_output);
         drop(stays);
         let trace = self.trace.take();
         let words = |index: usize| case_words(&cases[index]);
@@ -490,105 +449,6 @@ impl Rig {
                 })
             },
         )?
-    }
-
-    /// What the outputs a caller holds showed after this run: those held
-    /// from earlier runs, read again, and in a run of several inputs the
-    /// provider's own outputs, read again after the later transfers.
-    /// `None` where nothing is held on this path.
-    fn held_outputs(&self, cases: &[Case], calls: &[SpyRecord], ran: &Ran) -> Option<HeldOutputs> {
-        let last = cases.last().map(case_words);
-        let mut seen = self.keeping.then(|| self.held.reread(last.as_deref()));
-        if let (true, Ok(observed)) = (cases.len() > 1, &ran.executed.outputs)
-            && calls.len() == cases.len()
-        {
-            let inputs: Vec<HeldInRun<'_>> = cases
-                .iter()
-                .zip(calls)
-                .enumerate()
-                .filter_map(|(index, (case, call))| {
-                    Some(HeldInRun {
-                        case,
-                        position: index + 1,
-                        at_return: readable_at_return(case, &call.result),
-                        at_end: &observed.get(cases.len() + index)?.bytes,
-                    })
-                })
-                .collect();
-            let within = reread_in_run(&inputs, cases);
-            let all = seen.get_or_insert_with(HeldOutputs::default);
-            all.reread += within.reread;
-            all.changed.extend(within.changed);
-        }
-        seen
-    }
-
-    /// What the devices' accounting says of a run once its tensors were
-    /// dropped.
-    fn judge_leaks(
-        &self,
-        before: &[Sample; 2],
-        stays: &[crate::accounting::Stay; 2],
-        staged: bool,
-        saw_output: Option<bool>,
-        counted: bool,
-    ) -> LeakCheck {
-        let thread = std::thread::current().id();
-        let findings = [
-            CaseOnEndpoint {
-                endpoint: self.route.source(),
-                before: &before[0],
-                saw_its_tensor: before[0].accounts().then_some(staged),
-                tensor: "the staged input",
-                stay: Some(&stays[0]),
-                thread,
-            },
-            CaseOnEndpoint {
-                endpoint: self.route.destination(),
-                before: &before[1],
-                saw_its_tensor: saw_output,
-                tensor: "the output the provider returned",
-                stay: Some(&stays[1]),
-                thread,
-            },
-        ]
-        .iter()
-        .map(|case| judge_endpoint(case, counted))
-        .collect();
-        combine(findings, || {
-            format!(
-                "neither {} nor {} accounts its memory (its adapter keeps no ledger{}), so leaks cannot be seen",
-                self.route.source().name(),
-                self.route.destination().name(),
-                if counted {
-                    " and counts nothing"
-                } else {
-                    "; counts of memory in use judge no-leak from level v2"
-                }
-            )
-        })
-    }
-}
-
-/// The image of a returned output as the Spy read it at return, when its
-/// elements pair with the case's: a complete copy of the case's dtype and
-/// length, read in full.
-fn readable_at_return<'a>(case: &Case, result: &'a ProviderResult) -> Option<&'a [u8]> {
-    let ProviderResult::Returned(returned) = result else {
-        return None;
-    };
-    let complete = matches!(returned.completion, crate::CompletionState::Complete)
-        || matches!(returned.completion, crate::CompletionState::Unknown { .. });
-    match &returned.bytes {
-        ReadBack::Bytes(bytes)
-            if complete
-                && returned.dtype == case.dtype()
-                && returned.buffer_len == Some(case.len())
-                && returned.buffer_len_changed_to.is_none() =>
-        {
-            Some(bytes)
-        }
-        _ => None,
     }
 }
 

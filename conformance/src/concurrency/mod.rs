@@ -13,6 +13,11 @@
 //! [`ProviderSuite`](crate::ProviderSuite) runs this on every declared
 //! route; [`run_concurrent`] runs it on a built-in provider.
 
+mod twins;
+
+pub use twins::TWIN_ROUND_EVERY;
+use twins::{name_crossed, same_shape_rounds, twin_round};
+
 use crate::runner::{CaseRun, run_recipe};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -26,8 +31,7 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, ProviderResult, ReadBack, Route, RouteDeadline, Rule, Watchdog,
-    describe_error, panic_message,
+    DEFAULT_DEADLINE, HarnessError, Route, RouteDeadline, Watchdog, describe_error, panic_message,
 };
 
 use crate::BuiltinProvider;
@@ -324,76 +328,6 @@ fn thread_cases(
                 })
         })
         .collect()
-}
-
-/// One round in this many is a round of twins: every thread sends the same
-/// dtype, shape and layout, each with values of its own.
-pub const TWIN_ROUND_EVERY: usize = 4;
-
-/// Make every [`TWIN_ROUND_EVERY`]th round one of twins: each thread's
-/// case takes the first thread's dtype, shape and layout (one input, no
-/// twin of its own) and keeps its own seeded values. A provider that
-/// shares a staging buffer of one size between calls crosses their values
-/// only when calls of one size meet.
-fn same_shape_rounds(plans: &mut [Vec<Recipe>]) {
-    let Some((first, others)) = plans.split_first_mut() else {
-        return;
-    };
-    for (index, common) in first.iter_mut().enumerate() {
-        if index % TWIN_ROUND_EVERY != TWIN_ROUND_EVERY - 1 {
-            continue;
-        }
-        *common = common.clone().moved_with(Vec::new()).untwinned();
-        for plan in others.iter_mut() {
-            if let Some(own) = plan.get_mut(index) {
-                *own = Recipe {
-                    seed: own.seed,
-                    specials: own.specials,
-                    values: tenferro_transfer_harness::strategy::ValueSource::Seeded,
-                    ..common.clone()
-                };
-            }
-        }
-    }
-}
-
-/// Whether `index` is a round of twins ([`same_shape_rounds`]).
-fn twin_round(index: usize) -> bool {
-    index % TWIN_ROUND_EVERY == TWIN_ROUND_EVERY - 1
-}
-
-/// Whose input `run`'s output holds, when it is not its own: the thread of
-/// the same round whose case has those values, named in the `values`
-/// violation.
-fn name_crossed(run: &mut CaseRun, thread: usize, index: usize, plans: &[Vec<Recipe>]) {
-    let CaseRun::Judged(judgement, outcome) = run else {
-        return;
-    };
-    if !judgement.rules().contains(&Rule::Values) {
-        return;
-    }
-    let returned = match outcome.calls.last().map(|call| &call.result) {
-        Some(ProviderResult::Returned(returned)) => match &returned.bytes {
-            ReadBack::Bytes(bytes) => bytes.clone(),
-            _ => return,
-        },
-        _ => return,
-    };
-    let owner = plans.iter().enumerate().find(|(other, plan)| {
-        *other != thread
-            && plan
-                .get(index)
-                .and_then(|recipe| recipe.case().ok())
-                .is_some_and(|case| case.values() == returned.as_slice())
-    });
-    if let Some((other, _)) = owner {
-        judgement.annotate(
-            Rule::Values,
-            &format!(
-                "; the output holds the values that thread {other} sent in the same round, at the same moment: state shared between concurrent calls (a staging buffer, a pool) crossed them"
-            ),
-        );
-    }
 }
 
 /// Drive `provider` on `route` from `options.threads` threads at once,

@@ -1,17 +1,21 @@
 //! `Watchdog`: runs each case on a worker thread under a deadline, so a
 //! provider that hangs becomes a `deadline` verdict and the suite goes on.
 
+mod deadline;
+mod worker;
+
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::thread::ThreadId;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use crate::{Trace, hold};
-use tenferro_runtime::{EventDomainId, TransferProvider};
+use crate::hold;
+use tenferro_runtime::TransferProvider;
+
+pub use deadline::RouteDeadline;
+use worker::{Job, Message, Worker, receive};
 
 use crate::{
-    Case, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route, RuntimeVerdict, Spy,
-    SpyRecord,
+    Case, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route, RuntimeVerdict, SpyRecord,
 };
 
 /// The deadline of a case unless a caller chooses another: long enough for
@@ -28,274 +32,15 @@ const GRACE: Duration = Duration::from_secs(1);
 /// back in time.
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(20);
 
-/// How long a thread waiting for the other side of a case hand-off spins
-/// before it blocks. A case of a few elements takes tens of microseconds,
-/// and waking a blocked thread on an idle machine costs about as much again,
-/// on both sides of every case: spinning that long makes the hand-off of
-/// back-to-back cases nearly free. It spins (`spin_loop`) rather than
-/// yields: a yield on a loaded machine hands the core to another process
-/// for a whole time slice, which cost a millisecond or more a hand-off.
-const STAY_AWAKE: Duration = Duration::from_micros(50);
-
-/// The next message of `channel`: first spinning for up to [`STAY_AWAKE`],
-/// then blocking (for the rest of `deadline`, if one is given).
-fn receive<T>(channel: &Receiver<T>, deadline: Option<Duration>) -> Result<T, RecvTimeoutError> {
-    let start = Instant::now();
-    let mut spins: u32 = 0;
-    loop {
-        match channel.try_recv() {
-            Ok(message) => return Ok(message),
-            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => {}
-        }
-        // The clock is read every 64 spins: reading it is a good part of a
-        // spin's cost.
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(64) && start.elapsed() >= STAY_AWAKE {
-            break;
-        }
-        std::hint::spin_loop();
-    }
-    match deadline {
-        Some(deadline) => channel.recv_timeout(deadline.saturating_sub(start.elapsed())),
-        None => channel.recv().map_err(|_| RecvTimeoutError::Disconnected),
-    }
-}
-
 /// How often a released worker may park again on an abandoned case
 /// before it is given up for lost.
 const MAX_RELEASES: usize = 16;
 
-/// After a hang, a later case of the route waits this many times the
-/// provider's slowest successful call on the route...
-const SHORT_FACTOR: u32 = 8;
-/// ...and at least the configured deadline divided by this (2 s of the
-/// default 60 s; what a provider that has only hung so far gets), never
-/// more than the configured deadline.
-const SHORT_FLOOR_DIVISOR: u32 = 30;
-/// How many calls of a route may be left hanging (their threads given up)
-/// before the route's later cases are not run at all.
-const MAX_ABANDONED: usize = 32;
 /// A call still running after this long is announced on stderr, and again
 /// every time as long again passes.
 const ANNOUNCE_AFTER: Duration = Duration::from_secs(10);
 
-/// What a route's deadline has seen.
-#[derive(Debug, Default)]
-struct DeadlineState {
-    /// The slowest call that returned in time.
-    slowest: Duration,
-    /// The first case the provider hung on, in words, if it has.
-    hung_on: Option<String>,
-    /// Calls left hanging so far.
-    abandoned: usize,
-}
-
-/// The deadline of a route's cases, shared by every rig of the route (its
-/// fixed, generated, concurrent and outside cases, and every thread):
-/// a hang is judged once per route, not once per case.
-///
-/// Until the provider hangs, every case gets the configured deadline. A
-/// case that overruns it is a `deadline` violation. From then on, the
-/// route's later cases get a short deadline derived from the provider's
-/// own successful calls (eight times the slowest, at least a
-/// thirtieth of the configured deadline); a case that overruns the short one was not proven to
-/// hang, so it is not judged: the runner reports it as skipped, naming the
-/// case the provider hung on. After 32 calls left hanging,
-/// the route's later cases are not run (their threads would pile up).
-///
-/// A `Duration` converts into a fresh `RouteDeadline`.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use tenferro_transfer_harness::RouteDeadline;
-///
-/// let deadline = RouteDeadline::new(Duration::from_secs(60));
-/// assert_eq!(deadline.limit(), Duration::from_secs(60));
-/// assert!(deadline.hung_on().is_none());
-/// ```
-#[derive(Clone, Debug)]
-pub struct RouteDeadline {
-    configured: Duration,
-    state: Arc<std::sync::Mutex<DeadlineState>>,
-}
-
-impl From<Duration> for RouteDeadline {
-    fn from(configured: Duration) -> Self {
-        Self::new(configured)
-    }
-}
-
-impl RouteDeadline {
-    /// A route that has not hung yet, with `configured` per case.
-    pub fn new(configured: Duration) -> Self {
-        Self {
-            configured,
-            state: Arc::default(),
-        }
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, DeadlineState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The configured deadline.
-    pub fn configured(&self) -> Duration {
-        self.configured
-    }
-
-    /// The deadline of the route's next case: the configured one until the
-    /// provider hangs, the short one after.
-    pub fn limit(&self) -> Duration {
-        let state = self.state();
-        match state.hung_on {
-            None => self.configured,
-            Some(_) => (state.slowest * SHORT_FACTOR)
-                .max(self.configured / SHORT_FLOOR_DIVISOR)
-                .min(self.configured),
-        }
-    }
-
-    /// The case the provider first hung on, in words, if it has.
-    pub fn hung_on(&self) -> Option<String> {
-        self.state().hung_on.clone()
-    }
-
-    /// The calls of the route left hanging, in words (`2 calls of this
-    /// route hung, the first on F64 [1] owned`), if any.
-    pub fn hung_calls(&self) -> Option<String> {
-        let state = self.state();
-        let first = state.hung_on.as_deref()?;
-        Some(match state.abandoned {
-            0 | 1 => format!("a call of this route hung (on {first})"),
-            count => format!("{count} calls of this route hung, the first on {first}"),
-        })
-    }
-
-    /// Why the route's later cases are not run any more, once too many
-    /// calls were left hanging.
-    fn exhausted(&self) -> Option<String> {
-        let state = self.state();
-        (state.abandoned >= MAX_ABANDONED).then(|| {
-            format!(
-                "the provider hung on {} calls of this route, the first on {}; its later cases are not run, so that hung threads do not pile up (the hangs are reported as deadline violations)",
-                state.abandoned,
-                state.hung_on.as_deref().unwrap_or("a case")
-            )
-        })
-    }
-
-    fn returned_after(&self, elapsed: Duration) {
-        let mut state = self.state();
-        state.slowest = state.slowest.max(elapsed);
-    }
-
-    fn hung(&self, case: &Case) {
-        let mut state = self.state();
-        state.abandoned += 1;
-        state.hung_on.get_or_insert_with(|| case_words(case));
-    }
-}
-
 use crate::rig::case_words;
-
-type Reply = Result<Vec<Outcome>, HarnessError>;
-
-/// What the watchdog asks the worker.
-enum Job {
-    /// Run the inputs of one run ([`Rig::run_together`]).
-    Run(Vec<Case>),
-    /// Hold outputs from now on, or stop ([`Rig::keep_outputs`]).
-    Keep(bool),
-    /// Read the held outputs once more and drop them
-    /// ([`Rig::release_outputs`]).
-    Release,
-}
-
-/// What the worker tells the watchdog.
-enum Message {
-    /// The case's outcome (boxed: an outcome is large, a park is not).
-    Done(Box<Reply>),
-    /// The held outputs, read a last time before they were dropped.
-    Released(crate::HeldOutputs),
-    /// The worker parked in a simulated hang ([`hold`]): only a release
-    /// ends it, so the case will overrun any deadline.
-    Parked,
-}
-
-struct Worker {
-    jobs: Sender<Job>,
-    replies: Receiver<Message>,
-    thread: ThreadId,
-    spy: Arc<Spy>,
-    trace: Arc<Trace>,
-    event_domains: (EventDomainId, EventDomainId),
-}
-
-impl Worker {
-    fn spawn(route: &Route, provider: &Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
-        let (jobs, job_queue) = mpsc::channel::<Job>();
-        let (reply, replies) = mpsc::channel::<Message>();
-        let (ready, started) = mpsc::channel();
-        let label = route.label();
-        let (route, provider) = (route.clone(), Arc::clone(provider));
-        let handle = std::thread::Builder::new()
-            .name("transfer-case".to_owned())
-            .spawn(move || {
-                let mut rig = match Rig::new(route, provider) {
-                    Ok(rig) => rig,
-                    Err(error) => {
-                        let _ = ready.send(Err(error));
-                        return;
-                    }
-                };
-                let handles = (
-                    Arc::clone(rig.spy()),
-                    Arc::clone(rig.trace()),
-                    rig.event_domains(),
-                );
-                if ready.send(Ok(handles)).is_err() {
-                    return;
-                }
-                let parked = reply.clone();
-                hold::on_park(Some(Box::new(move || {
-                    let _ = parked.send(Message::Parked);
-                })));
-                while let Ok(job) = receive(&job_queue, None) {
-                    let message = match job {
-                        Job::Run(cases) => Message::Done(Box::new(rig.run_together(&cases))),
-                        Job::Keep(keep) => {
-                            rig.keep_outputs(keep);
-                            continue;
-                        }
-                        Job::Release => Message::Released(rig.release_outputs()),
-                    };
-                    if reply.send(message).is_err() {
-                        return;
-                    }
-                }
-            })
-            .map_err(|source| HarnessError::Worker {
-                route: label.clone(),
-                source,
-            })?;
-        let (spy, trace, event_domains) = started
-            .recv()
-            .map_err(|_| HarnessError::WorkerDied { route: label })??;
-        Ok(Self {
-            jobs,
-            replies,
-            thread: handle.thread().id(),
-            spy,
-            trace,
-            event_domains,
-        })
-    }
-}
 
 /// Say on stderr (past the test harness's capture) that a call has been
 /// running for `elapsed`: a hung provider otherwise leaves a test silent
