@@ -2,13 +2,13 @@
 //! a pool, staging buffers kept between calls), so some cases are made to
 //! meet what an earlier call left behind.
 //!
-//! For each dtype of a route, one record holds:
-//! - **twins**: each small fixed case, right after it its twin (the same
+//! Woven into a route's fixed cases ([`StatePass::after_fixed`]), and
+//! gathered into one record per dtype ([`StatePass::finish`]):
+//! - **twins**: right after each small fixed case, its twin (the same
 //!   dtype and shape, a few interior elements changed, special values
-//!   among them), and the twin of the case before it once another case ran
-//!   in between; a provider that answers from what it kept of an earlier
-//!   input returns the wrong values, and the `values` failure names that
-//!   input;
+//!   among them), and after the next case of the dtype, another twin of
+//!   it; a provider that answers from what it kept of an earlier input
+//!   returns the wrong values, and the `values` failure names that input;
 //! - **inputs of mixed sizes in one run**: the small fixed cases of the
 //!   dtype moved by one program, each output held by the runtime until the
 //!   program ends and read again then.
@@ -31,48 +31,106 @@ const MIXED_INPUTS: usize = 4;
 /// The seeds of a case's two twins: right after it, and after the next.
 const TWIN_SEEDS: [u64; 2] = [0x7477_696e, 0x0061_6674_6572];
 
-/// One record per dtype of `recipes` (in their order): its twins and its
-/// inputs of mixed sizes in one run, every input judged on every rule.
-pub(crate) fn state_pass(
-    rig: &mut Watchdog,
-    route: &Route,
-    recipes: &[Recipe],
-    name: &str,
-    head: &RowHead,
-) -> Vec<CaseRecord> {
-    let mut dtypes: Vec<&str> = Vec::new();
-    for recipe in recipes {
-        if !dtypes.contains(&recipe.dtype.as_str()) {
-            dtypes.push(&recipe.dtype);
-        }
-    }
-    dtypes
-        .into_iter()
-        .filter_map(|dtype| {
-            let small: Vec<&Recipe> = recipes
-                .iter()
-                .filter(|recipe| recipe.dtype == dtype && recipe.with.is_empty())
-                .filter(|recipe| {
-                    recipe
-                        .case()
-                        .is_ok_and(|case| !case.is_empty() && case.len() <= TWIN_MAX_ELEMENTS)
-                })
-                .collect();
-            (!small.is_empty()).then(|| dtype_record(rig, route, &small, name, head, dtype))
-        })
-        .collect()
-}
-
-/// What the runs of one dtype found, gathered into one record.
+/// What one dtype's twins and run of mixed sizes found.
 #[derive(Default)]
-struct Gathered {
+struct Dtype {
+    name: String,
+    /// Its small fixed cases, in the order they ran.
+    small: Vec<Recipe>,
     parts: Vec<(String, Judgement)>,
     not_run: Option<String>,
     /// The first run that failed, as one recipe that replays it.
     replay: Option<Recipe>,
 }
 
-impl Gathered {
+/// The twins of a route's fixed cases, run as the fixed cases run, and the
+/// runs of mixed sizes after them.
+#[derive(Default)]
+pub(crate) struct StatePass {
+    dtypes: Vec<Dtype>,
+}
+
+/// `F32 [7, 3] owned`: a recipe's case in words.
+fn words(recipe: &Recipe) -> String {
+    format!(
+        "{} {:?} {}",
+        recipe.dtype,
+        recipe.shape,
+        recipe.layout.label()
+    )
+}
+
+impl StatePass {
+    /// Right after the fixed case of `recipe` ran on `rig`: its twin, and
+    /// the later twin of the dtype's case before it (another case, this
+    /// one, ran in between). Cases that are empty or larger than
+    /// [`TWIN_MAX_ELEMENTS`] have none.
+    pub(crate) fn after_fixed(&mut self, rig: &mut Watchdog, route: &Route, recipe: &Recipe) {
+        let small = recipe.with.is_empty()
+            && recipe
+                .case()
+                .is_ok_and(|case| !case.is_empty() && case.len() <= TWIN_MAX_ELEMENTS);
+        if !small {
+            return;
+        }
+        let index = match self
+            .dtypes
+            .iter()
+            .position(|dtype| dtype.name == recipe.dtype)
+        {
+            Some(index) => index,
+            None => {
+                self.dtypes.push(Dtype {
+                    name: recipe.dtype.clone(),
+                    ..Dtype::default()
+                });
+                self.dtypes.len() - 1
+            }
+        };
+        let dtype = &mut self.dtypes[index];
+        let twin = recipe.twin(TWIN_SEEDS[0]);
+        dtype.run(
+            rig,
+            route,
+            &twin,
+            &format!("the twin of {}, right after it", words(recipe)),
+            recipe.clone().moved_with(vec![twin.clone()]),
+        );
+        if let Some(previous) = dtype.small.last().cloned() {
+            let late = previous.twin(TWIN_SEEDS[1]);
+            dtype.run(
+                rig,
+                route,
+                &late,
+                &format!(
+                    "the twin of {}, after {} ran in between",
+                    words(&previous),
+                    words(recipe)
+                ),
+                previous.moved_with(vec![late.clone()]),
+            );
+        }
+        dtype.small.push(recipe.clone());
+    }
+
+    /// Each dtype's small cases of mixed sizes moved in one run, then one
+    /// record per dtype: its twins and that run, every input judged on
+    /// every rule.
+    pub(crate) fn finish(
+        self,
+        rig: &mut Watchdog,
+        route: &Route,
+        name: &str,
+        head: &RowHead,
+    ) -> Vec<CaseRecord> {
+        self.dtypes
+            .into_iter()
+            .map(|dtype| dtype.record(rig, route, name, head))
+            .collect()
+    }
+}
+
+impl Dtype {
     /// Run the inputs of `run` in one run; `label` says where in the
     /// sequence it stands; `replay` replays it (with what it met).
     fn run(
@@ -115,99 +173,56 @@ impl Gathered {
             }
         }
     }
-}
 
-fn dtype_record(
-    rig: &mut Watchdog,
-    route: &Route,
-    small: &[&Recipe],
-    name: &str,
-    head: &RowHead,
-    dtype: &str,
-) -> CaseRecord {
-    let mut gathered = Gathered::default();
-    let words = |recipe: &Recipe| {
-        format!(
-            "{} {:?} {}",
-            recipe.dtype,
-            recipe.shape,
-            recipe.layout.label()
-        )
-    };
-    for (index, recipe) in small.iter().enumerate() {
-        let twin = recipe.twin(TWIN_SEEDS[0]);
-        let pair = (*recipe).clone().moved_with(vec![twin.clone()]);
-        gathered.run(
-            rig,
-            route,
-            recipe,
-            &format!("{} (before its twin)", words(recipe)),
-            pair.clone(),
-        );
-        gathered.run(
-            rig,
-            route,
-            &twin,
-            &format!("the twin of {}, right after it", words(recipe)),
-            pair,
-        );
-        if let Some(previous) = index.checked_sub(1).map(|index| small[index]) {
-            let late = previous.twin(TWIN_SEEDS[1]);
-            let pair = previous.clone().moved_with(vec![late.clone()]);
-            gathered.run(
+    /// The run of mixed sizes, then the dtype's record.
+    fn record(
+        mut self,
+        rig: &mut Watchdog,
+        route: &Route,
+        name: &str,
+        head: &RowHead,
+    ) -> CaseRecord {
+        let mut mixed: Vec<Recipe> = Vec::new();
+        for recipe in &self.small {
+            if mixed.len() < MIXED_INPUTS && !mixed.iter().any(|kept| kept.shape == recipe.shape) {
+                mixed.push(recipe.clone());
+            }
+        }
+        let sizes = mixed.len();
+        if sizes > 1 {
+            let first = mixed.remove(0);
+            let run = first.moved_with(mixed);
+            self.run(
                 rig,
                 route,
-                &late,
-                &format!(
-                    "the twin of {}, after {} ran in between",
-                    words(previous),
-                    words(recipe)
-                ),
-                pair,
+                &run,
+                "inputs of mixed sizes in one run",
+                run.clone(),
             );
         }
-    }
-    // The small cases of the dtype in one run: mixed sizes, each output
-    // held by the runtime while the later ones move.
-    let mut mixed: Vec<Recipe> = Vec::new();
-    for recipe in small {
-        if mixed.len() < MIXED_INPUTS && !mixed.iter().any(|kept| kept.shape == recipe.shape) {
-            mixed.push((*recipe).clone());
+        let judged = match (self.not_run, self.parts.is_empty()) {
+            (Some(message), _) => Err(CaseOutcome::NotSetUp { message }),
+            (None, true) => Err(CaseOutcome::Skipped {
+                reason: "no twin or run of several inputs could run on this route".to_owned(),
+            }),
+            (None, false) => Ok(Judgement::merged(self.parts)),
+        };
+        let head = RowHead {
+            dtype: self.name.clone(),
+            layout: format!(
+                "state: {} cases each followed by its twin and by another after the next case, and {} sizes in one run",
+                self.small.len(),
+                if sizes > 1 { sizes } else { 0 }
+            ),
+            ..head.clone()
+        };
+        let record = match judged {
+            Ok(judgement) => CaseRecord::judged(name, Origin::State, head, &judgement),
+            Err(outcome) => CaseRecord::new(name, Origin::State, head, outcome),
+        };
+        match &self.replay {
+            Some(recipe) => record.with_replay(recipe),
+            None => record,
         }
-    }
-    if mixed.len() > 1 {
-        let first = mixed.remove(0);
-        let run = first.moved_with(mixed);
-        gathered.run(
-            rig,
-            route,
-            &run,
-            "inputs of mixed sizes in one run",
-            run.clone(),
-        );
-    }
-    let judged = match (gathered.not_run, gathered.parts.is_empty()) {
-        (Some(message), _) => Err(CaseOutcome::NotSetUp { message }),
-        (None, true) => Err(CaseOutcome::Skipped {
-            reason: "no twin or run of several inputs could run on this route".to_owned(),
-        }),
-        (None, false) => Ok(Judgement::merged(gathered.parts)),
-    };
-    let head = RowHead {
-        dtype: dtype.to_owned(),
-        layout: format!(
-            "state: {} cases each followed by its twin, again after another case, and {} sizes in one run",
-            small.len(),
-            small.len().min(MIXED_INPUTS)
-        ),
-        ..head.clone()
-    };
-    let record = match judged {
-        Ok(judgement) => CaseRecord::judged(name, Origin::State, head, &judgement),
-        Err(outcome) => CaseRecord::new(name, Origin::State, head, outcome),
-    };
-    match &gathered.replay {
-        Some(recipe) => record.with_replay(recipe),
-        None => record,
     }
 }

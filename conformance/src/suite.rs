@@ -17,7 +17,7 @@ use crate::progress::Progress;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{CaseResult, Report, RowHead};
 use crate::runner::{JudgedAs, run_case};
-use crate::sequences::state_pass;
+use crate::sequences::StatePass;
 use crate::{BuiltinProvider, fixed_shapes};
 
 /// What the fixed suite runs.
@@ -129,6 +129,7 @@ pub fn run_fixed_suite_with_progress(
             let rig = Watchdog::new(route.clone(), inner, options.deadline)?;
             Ok((route, rig))
         });
+        let mut state = StatePass::default();
         let mut rig = rig.map_err(|error| match error {
             HarnessError::Unavailable { reason } => CaseOutcome::Skipped { reason },
             error => CaseOutcome::NotSetUp {
@@ -156,6 +157,13 @@ pub fn run_fixed_suite_with_progress(
                         record
                             .outcome
                             .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
+                        let recipe = Recipe::fixed(
+                            dtype,
+                            shape.shape.clone(),
+                            shape.layout.clone(),
+                            ValueSource::Patterned,
+                        );
+                        state.after_fixed(rig, route, &recipe);
                         record
                     }
                     (Err(outcome), _) => {
@@ -198,7 +206,7 @@ pub fn run_fixed_suite_with_progress(
                 shape: Vec::new(),
                 layout: String::new(),
             };
-            let state = state_pass(rig, route, &recipes, &name, &head);
+            let state = std::mem::take(&mut state).finish(rig, route, &name, &head);
             for mut record in state
                 .into_iter()
                 .chain(held_pass(rig, route, &recipes, &name, &head))

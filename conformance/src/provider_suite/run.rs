@@ -21,7 +21,7 @@ use crate::held::held_pass;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, run_case};
-use crate::sequences::state_pass;
+use crate::sequences::StatePass;
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
 impl ProviderSuite {
@@ -240,6 +240,7 @@ impl ProviderSuite {
         };
         let mut rows = Vec::new();
         let mut held_recipes = Vec::new();
+        let mut state = StatePass::default();
         for recipe in fixed_recipes(capabilities, profile) {
             let case = match recipe.case() {
                 Ok(case) if capabilities.admits(&case) => {
@@ -265,23 +266,23 @@ impl ProviderSuite {
                 self.case_record(name, Origin::Fixed, head, run, Some(&honesty_unchecked))
                     .with_replay(&recipe),
             );
+            state.after_fixed(&mut rig, &route, &recipe);
         }
         // Twins and inputs of mixed sizes in one run: what a provider
         // kept from one call to the next must not answer the next.
-        {
-            let head = self.head(name, label.clone());
-            rows.extend(
-                state_pass(&mut rig, &route, &held_recipes, name, &head)
-                    .into_iter()
-                    .map(|record| {
-                        let mut record = self.in_level_record(record);
-                        record
-                            .outcome
-                            .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
-                        record
-                    }),
-            );
-        }
+        let head = self.head(name, label.clone());
+        rows.extend(
+            state
+                .finish(&mut rig, &route, name, &head)
+                .into_iter()
+                .map(|record| {
+                    let mut record = self.in_level_record(record);
+                    record
+                        .outcome
+                        .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
+                    record
+                }),
+        );
         // Outputs held as the caller holds them (level v2 on): a later
         // transfer must not write into them.
         if self.level.includes(Rule::OutputStable) {
