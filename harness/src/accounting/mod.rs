@@ -7,7 +7,6 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use std::thread::ThreadId;
 
@@ -225,10 +224,6 @@ impl Sample {
     }
 }
 
-/// How long, at most, the rig waits for a device's counts to come back to
-/// where they were before a case, after asking it to settle: memory a
-/// device frees in the background may lag its tensor's drop a little.
-pub(crate) const SETTLE_PATIENCE: Duration = Duration::from_millis(20);
 
 /// A case's leak left behind on one device.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -300,8 +295,7 @@ impl CaseOnEndpoint<'_> {
 }
 
 /// What `case`'s endpoint accounting says once the case's tensors were
-/// dropped: the device is asked to settle first, and a count that grew is
-/// sampled again, with a little patience, before it counts as a leak.
+/// dropped: the device is asked to settle first, then sampled once.
 pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Finding {
     let endpoint = case.endpoint;
     if !case.before.accounts() {
@@ -348,32 +342,29 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
     let (Some(before), true) = (case.before.counts, counted) else {
         return Finding::Silent;
     };
-    let start = std::time::Instant::now();
-    loop {
-        let Some(now) = endpoint.memory_in_use() else {
-            return Finding::Unchecked(format!(
-                "{} stopped counting its memory in use during the case",
-                endpoint.name()
-            ));
-        };
-        if !case.alone() {
-            return Finding::Unchecked(format!(
-                "other calls ran on {} beside this one: its counts of memory in use cannot tell whose memory is whose (the counts over the whole phase judge them)",
-                endpoint.name()
-            ));
-        }
-        let growth = now.growth_since(&before);
-        if !growth.grew() {
-            return Finding::Checked(Vec::new());
-        }
-        if start.elapsed() >= SETTLE_PATIENCE {
-            return Finding::Checked(vec![Leak::Growth {
-                endpoint: endpoint.name().to_owned(),
-                growth,
-            }]);
-        }
-        endpoint.settle();
-        std::thread::sleep(Duration::from_millis(1));
+    let Some(now) = endpoint.memory_in_use() else {
+        return Finding::Unchecked(format!(
+            "{} stopped counting its memory in use during the case",
+            endpoint.name()
+        ));
+    };
+    if !case.alone() {
+        return Finding::Unchecked(format!(
+            "other calls ran on {} beside this one: its counts of memory in use cannot tell whose memory is whose (the counts over the whole phase judge them)",
+            endpoint.name()
+        ));
+    }
+    // Settled, the count is final: memory a device frees late, past
+    // `settle`, shows as growth that the repetitions of the run then see
+    // come back (no leak), never as a leak.
+    let growth = now.growth_since(&before);
+    if growth.grew() {
+        Finding::Checked(vec![Leak::Growth {
+            endpoint: endpoint.name().to_owned(),
+            growth,
+        }])
+    } else {
+        Finding::Checked(Vec::new())
     }
 }
 
