@@ -224,7 +224,6 @@ impl Sample {
     }
 }
 
-
 /// A case's leak left behind on one device.
 #[derive(Clone, Debug, Eq, PartialEq)]
 #[non_exhaustive]
