@@ -3,7 +3,7 @@
 //! A strategy draws a [`Recipe`]: dtype, logical shape, layout and a value
 //! seed. A recipe is small, shrinks well and serialises to one line of JSON,
 //! so the shrunk failing case can be replayed exactly; [`Recipe::case`]
-//! expands it into a [`Case`] with values drawn from per-dtype pools of
+//! expands it into a [`Case`](crate::Case) with values drawn from per-dtype pools of
 //! special values (NaN payloads, signalling NaNs, `±0`, `±inf`, subnormals,
 //! MIN and MAX) mixed with random bits.
 //!
