@@ -13,8 +13,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use progress::TerminalProgress;
 use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_generated};
+use tenferro_transfer_conformance::harness::settings::SEED_ENV;
 use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
-use tenferro_transfer_conformance::harness::{Rule, panic_message};
+use tenferro_transfer_conformance::harness::{Rule, Settings, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::record::CaseOutcome;
 use tenferro_transfer_conformance::{
@@ -50,10 +51,11 @@ struct Cli {
     /// `generated` and `rules` take table and json; `replay` takes table.
     #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
     format: Format,
-    /// Colour the suite run's table: auto colours only when stdout is a
-    /// terminal and NO_COLOR is unset or empty.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColourChoice::Auto, global = true)]
-    color: ColourChoice,
+    /// Colour the suite run's table (the only coloured output): auto (the
+    /// default) colours only when stdout is a terminal and NO_COLOR is
+    /// unset or empty. Only the suite run, in the table format, takes it.
+    #[arg(long, value_enum, value_name = "WHEN", global = true)]
+    color: Option<ColourChoice>,
     /// Run only this built-in provider (repeatable): sim-upload, sim-download, sim-peer, host,
     /// cuda-upload, cuda-download. Every command but `rules` takes it.
     #[arg(long = "provider", value_name = "NAME", global = true)]
@@ -108,10 +110,12 @@ enum Command {
     /// Run proptest-generated cases through each provider; a failure is
     /// shrunk to a minimal case and printed with a replay command.
     Generated {
-        /// Case profile: quick, default or deep.
-        #[arg(long, default_value = "default", value_parser = parse_profile)]
-        profile: Profile,
-        /// Generator seed (drawn when absent; always printed).
+        /// Case profile: quick, default or deep (default: TRANSFER_CONFORMANCE_PROFILE,
+        /// else default).
+        #[arg(long, value_parser = parse_profile)]
+        profile: Option<Profile>,
+        /// Generator seed (default: TRANSFER_CONFORMANCE_SEED, else drawn;
+        /// always printed).
         #[arg(long)]
         seed: Option<u64>,
     },
@@ -201,8 +205,9 @@ impl Command {
 /// are: a flag that silently did nothing would look like a check that ran.
 fn check_flags(command: &Command, cli: &Cli) -> Result<(), String> {
     let takes = |flag: &str| match command {
-        Command::Run | Command::Generated { .. } => true,
-        Command::Replay { .. } => flag != "--deadline-ms",
+        Command::Run => flag != "--color" || cli.format == Format::Table,
+        Command::Generated { .. } => flag != "--color",
+        Command::Replay { .. } => flag != "--deadline-ms" && flag != "--color",
         Command::SelfTest => flag == "--provider",
         Command::Rules => false,
     };
@@ -210,9 +215,54 @@ fn check_flags(command: &Command, cli: &Cli) -> Result<(), String> {
         ("--provider", !cli.providers.is_empty()),
         ("--inject", !cli.inject.is_empty()),
         ("--deadline-ms", cli.deadline_ms.is_some()),
+        ("--color", cli.color.is_some()),
     ];
     match given.iter().find(|(flag, given)| *given && !takes(flag)) {
+        Some(("--color", _)) => Err(format!(
+            "--color does not apply to {}: only the suite run's table is coloured",
+            match command {
+                Command::Run => "--format json, markdown or junit",
+                command => command.name(),
+            }
+        )),
         Some((flag, _)) => Err(format!("{flag} does not apply to {}", command.name())),
+        None => Ok(()),
+    }
+}
+
+/// Settings of the environment a command does not read are bad usage, as
+/// flags are: `generated` reads the profile and the seed, every command
+/// that runs providers reads which devices are required, and the others
+/// (a replay, a provider or faults for `cargo test --test generated`, no
+/// skips, a report file) are `cargo test`'s alone.
+fn check_settings(command: &Command, settings: &Settings) -> Result<(), String> {
+    use tenferro_transfer_conformance::harness::settings::{
+        INJECT_ENV, NO_SKIP_ENV, PROFILE_ENV, PROVIDER_ENV, REPLAY_ENV, REPORT_FILE_ENV,
+        REQUIRE_DEVICES_ENV,
+    };
+    let generated = matches!(command, Command::Generated { .. });
+    let given = [
+        (PROFILE_ENV, settings.profile.is_some(), generated),
+        (SEED_ENV, settings.seed.is_some(), generated),
+        (
+            settings
+                .require_setting
+                .as_deref()
+                .unwrap_or(REQUIRE_DEVICES_ENV),
+            settings.require_setting.is_some(),
+            !matches!(command, Command::Rules),
+        ),
+        (REPLAY_ENV, settings.replay.is_some(), false),
+        (PROVIDER_ENV, settings.provider.is_some(), false),
+        (INJECT_ENV, !settings.inject.is_empty(), false),
+        (NO_SKIP_ENV, settings.no_skip, false),
+        (REPORT_FILE_ENV, settings.report_file.is_some(), false),
+    ];
+    match given.iter().find(|(_, given, read)| *given && !read) {
+        Some((name, ..)) => Err(format!(
+            "{name} is set, and {} does not read it (docs/settings.md says who reads each setting)",
+            command.name()
+        )),
         None => Ok(()),
     }
 }
@@ -239,11 +289,15 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     quiet_injected_panics();
     // The suite's TRANSFER_CONFORMANCE_* settings, read once: one it does
-    // not know (a bad value, a misspelt name) is bad usage.
-    if let Err(error) = tenferro_transfer_conformance::harness::Settings::current() {
-        eprintln!("error: {error}");
-        return ExitCode::from(2);
-    }
+    // not know (a bad value, a misspelt name) is bad usage, and so is one
+    // the command does not read.
+    let settings = match Settings::current() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let providers = match select(&cli.providers) {
         Ok(providers) => providers,
         Err(message) => {
@@ -252,8 +306,9 @@ fn main() -> ExitCode {
         }
     };
     let command = cli.command.take().unwrap_or(Command::Run);
-    if let Err(message) =
-        check_format(&command, cli.format).and_then(|()| check_flags(&command, &cli))
+    if let Err(message) = check_format(&command, cli.format)
+        .and_then(|()| check_flags(&command, &cli))
+        .and_then(|()| check_settings(&command, &settings))
     {
         eprintln!("error: {message}");
         return ExitCode::from(2);
@@ -271,7 +326,9 @@ fn main() -> ExitCode {
                 &mut TerminalProgress::stderr(),
             );
             let text = match cli.format {
-                Format::Table => Ok(report.to_table_coloured(cli.color.enabled())),
+                Format::Table => {
+                    Ok(report.to_table_coloured(cli.color.unwrap_or(ColourChoice::Auto).enabled()))
+                }
                 format => report
                     .render(format.report_format())
                     .map_err(|error| error_chain(&error)),
@@ -292,8 +349,10 @@ fn main() -> ExitCode {
             finish(text, u8::from(!report.passed()))
         }
         Command::Generated { profile, seed } => {
+            // A flag wins over the setting.
+            let profile = profile.or(settings.profile).unwrap_or(Profile::Default);
             let options = GeneratedOptions {
-                seed,
+                seed: seed.or(settings.seed),
                 inject: cli.inject.clone(),
                 deadline: cli.deadline().into(),
                 ..GeneratedOptions::new(profile)

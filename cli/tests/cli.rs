@@ -409,3 +409,88 @@ fn a_setting_the_suite_does_not_know_is_bad_usage() {
         assert!(stderr.contains(name), "{stderr}");
     }
 }
+
+/// `--color` colours only the suite run's table: every other command and
+/// format refuses it, as it refuses any flag it does not take.
+#[test]
+fn colour_is_refused_where_nothing_is_coloured() {
+    for args in [
+        &["rules", "--color", "always"][..],
+        &["self-test", "--color", "never"][..],
+        &["generated", "--color", "always"][..],
+        &["replay", "--color", "always", "{}"][..],
+        &["--format", "json", "--color", "always"][..],
+    ] {
+        let output = cli(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("--color does not apply to"),
+            "{args:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// A setting is honoured by the commands that read it and refused by the
+/// others, never read and ignored: `generated` takes its profile and seed
+/// from the settings when no flag gives them; the suite run reads neither.
+#[test]
+fn settings_are_honoured_or_refused() {
+    let run = |args: &[&str], settings: &[(&str, &str)]| {
+        Command::new(env!("CARGO_BIN_EXE_transfer-conformance"))
+            .args(args)
+            .envs(settings.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let generated = run(
+        &["generated", "--provider", "sim-peer", "--format", "json"],
+        &[
+            ("TRANSFER_CONFORMANCE_PROFILE", "quick"),
+            ("TRANSFER_CONFORMANCE_SEED", "42"),
+        ],
+    );
+    assert_eq!(generated.status.code(), Some(0));
+    let reports = json(&generated);
+    assert_eq!(reports[0]["seed"], 42);
+    assert_eq!(reports[0]["profile"], "quick");
+    // A flag wins over the setting.
+    let flagged = run(
+        &[
+            "generated",
+            "--provider",
+            "sim-peer",
+            "--format",
+            "json",
+            "--seed",
+            "7",
+            "--profile",
+            "quick",
+        ],
+        &[("TRANSFER_CONFORMANCE_SEED", "42")],
+    );
+    assert_eq!(json(&flagged)[0]["seed"], 7);
+    for (args, name) in [
+        (
+            &["--provider", "sim-peer"][..],
+            "TRANSFER_CONFORMANCE_PROFILE",
+        ),
+        (
+            &["self-test", "--provider", "sim-peer"][..],
+            "TRANSFER_CONFORMANCE_SEED",
+        ),
+        (&["rules"][..], "TRANSFER_CONFORMANCE_REPORT"),
+    ] {
+        let value = match name {
+            "TRANSFER_CONFORMANCE_PROFILE" => "deep",
+            "TRANSFER_CONFORMANCE_SEED" => "1",
+            _ => "report.json",
+        };
+        let output = run(args, &[(name, value)]);
+        assert_eq!(output.status.code(), Some(2), "{args:?} {name}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&format!("{name} is set")), "{stderr}");
+        assert!(output.stdout.is_empty());
+    }
+}

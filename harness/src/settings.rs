@@ -53,6 +53,12 @@ pub struct SettingDoc {
     pub default: &'static str,
     /// What it does.
     pub effect: &'static str,
+    /// Who reads it: a provider crate's `cargo test` (through
+    /// `ProviderSuite`), and which commands of the CLI.
+    pub read_by: &'static str,
+    /// Whether a provider crate sets it (`true`), or only this repository's
+    /// own tests do (`false`).
+    pub vendor_facing: bool,
 }
 
 /// Every setting the suite reads, in the order the docs list them.
@@ -60,62 +66,82 @@ pub const SETTINGS: [SettingDoc; 10] = [
     SettingDoc {
         name: PROFILE_ENV,
         values: "`quick`, `default`, `deep`",
-        default: "the suite's declared profile (`quick`); `default` for the CLI",
+        default: "the suite's declared profile (`quick`); `default` for the CLI's `generated`",
         effect: "how many generated and concurrent cases run, and how large",
+        read_by: "`cargo test` (`ProviderSuite`); the CLI's `generated`, where `--profile` is not given",
+        vendor_facing: true,
     },
     SettingDoc {
         name: SEED_ENV,
         values: "an unsigned integer",
         default: "drawn, and printed with every failure",
         effect: "the seed of the generated and concurrent cases",
+        read_by: "`cargo test` (`ProviderSuite`); the CLI's `generated`, where `--seed` is not given",
+        vendor_facing: true,
     },
     SettingDoc {
         name: REPLAY_ENV,
         values: "a recipe (one line of JSON, as a failure prints it)",
         default: "unset: run the whole suite",
         effect: "run only that case, on every declared route",
+        read_by: "`cargo test` (`ProviderSuite`, and this repository's `--test generated`)",
+        vendor_facing: true,
     },
     SettingDoc {
         name: PROVIDER_ENV,
         values: "a built-in provider's name",
         default: "unset: every built-in provider",
         effect: "the provider a replay under `cargo test --test generated` runs",
+        read_by: "this repository's `cargo test --test generated`",
+        vendor_facing: false,
     },
     SettingDoc {
         name: INJECT_ENV,
         values: "fault names, comma-separated",
         default: "none",
         effect: "the faults a replay under `cargo test --test generated` injects",
+        read_by: "this repository's `cargo test --test generated`",
+        vendor_facing: false,
     },
     SettingDoc {
         name: NO_SKIP_ENV,
         values: "`1` or `0`",
         default: "`0`",
         effect: "`1` turns a skipped rule test into a failure",
+        read_by: "`cargo test` (`ProviderSuite`)",
+        vendor_facing: true,
     },
     SettingDoc {
         name: REPORT_FILE_ENV,
         values: "a path ending in `.json`, `.md`, `.xml` or anything else (a table)",
         default: "unset: no file",
         effect: "the whole report of a `ProviderSuite` run is written there",
+        read_by: "`cargo test` (`ProviderSuite`)",
+        vendor_facing: true,
     },
     SettingDoc {
         name: REQUIRE_DEVICES_ENV,
         values: "`all`, or device kinds, comma-separated (`cuda`, `sim`, your adapter's `kind`)",
         default: "unset: an absent device is a skip",
         effect: "an absent device of a named kind fails every case of its routes instead of skipping them",
+        read_by: "`cargo test` (`ProviderSuite`); every CLI command that runs providers",
+        vendor_facing: true,
     },
     SettingDoc {
         name: REQUIRE_CUDA_ENV,
         values: "`1` or `0`",
         default: "`0`",
         effect: "`1` is an alias of `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`",
+        read_by: "`cargo test` (`ProviderSuite`); every CLI command that runs providers",
+        vendor_facing: true,
     },
     SettingDoc {
         name: NEXTEST_RUN_ID_ENV,
         values: "set by nextest",
         default: "unset",
         effect: "the suite runs once per test binary, and nextest's other test processes read its report",
+        read_by: "`cargo nextest` (`ProviderSuite`)",
+        vendor_facing: true,
     },
 ];
 

@@ -38,22 +38,37 @@ fn the_package_check_builds_with_the_workspace_profiles() {
 }
 
 /// docs/settings.md lists every setting the suite reads, as the code's one
-/// table (`settings::SETTINGS`) says it.
+/// table (`settings::SETTINGS`) says it: those a provider crate sets, then
+/// this repository's own, each with who reads it.
 #[test]
 fn the_settings_page_is_the_settings_table() {
     use tenferro_transfer_conformance::harness::settings::SETTINGS;
     let page = include_str!("../../../docs/settings.md");
-    let mut table = String::from("| variable | takes | default | effect |\n|---|---|---|---|\n");
-    for setting in SETTINGS {
-        table.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
-            setting.name, setting.values, setting.default, setting.effect
-        ));
+    for (section, vendor_facing) in [
+        ("## For a provider crate's tests", true),
+        ("## This repository's own", false),
+    ] {
+        let mut table = String::from(
+            "| variable | takes | default | effect | read by |\n|---|---|---|---|---|\n",
+        );
+        for setting in SETTINGS
+            .iter()
+            .filter(|setting| setting.vendor_facing == vendor_facing)
+        {
+            table.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} |\n",
+                setting.name, setting.values, setting.default, setting.effect, setting.read_by
+            ));
+        }
+        let under = page
+            .split(section)
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/settings.md has no section {section}"));
+        assert!(
+            under.contains(&table),
+            "docs/settings.md does not hold the table under {section}; it should read:\n{table}"
+        );
     }
-    assert!(
-        page.contains(&table),
-        "docs/settings.md does not hold the settings table; it should read:\n{table}"
-    );
 }
 
 #[test]
