@@ -30,9 +30,10 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  every case passed (skipped cases, if any, are listed, never counted as passes)
   1  at least one case failed (a broken rule, or a case the harness could not set up)
-  2  bad usage (an unknown flag, provider, fault or profile, a flag or format the
-     command does not take, a recipe that does not parse), or a report that could
-     not be written
+  2  bad usage (an unknown flag, provider, fault or profile, a flag, format or
+     TRANSFER_CONFORMANCE_* setting the command does not take, a setting's value
+     the suite does not know, a recipe that does not parse), or a report that
+     could not be written
   3  nothing was checked: no case failed and none passed (every case skipped)
 
 What each command returns: docs/report-format.md, \"Exit codes\".";
@@ -308,7 +309,7 @@ fn main() -> ExitCode {
     let command = cli.command.take().unwrap_or(Command::Run);
     if let Err(message) = check_format(&command, cli.format)
         .and_then(|()| check_flags(&command, &cli))
-        .and_then(|()| check_settings(&command, &settings))
+        .and_then(|()| check_settings(&command, settings))
     {
         eprintln!("error: {message}");
         return ExitCode::from(2);

@@ -4,8 +4,8 @@
 //! `cargo test` runs every test of a binary in one process, so the
 //! `OnceLock` of [`conformance_tests!`](crate::conformance_tests) runs the
 //! suite once. nextest runs each test in a process of its own: without
-//! sharing, every rule test would run the whole suite again (13 runs per
-//! route), and parallel processes would open the device at once. Under
+//! sharing, every rule test would run the whole suite again (one run per rule
+//! test: 15 per route at level v2, 13 at v1), and parallel processes would open the device at once. Under
 //! nextest (`NEXTEST_RUN_ID` is set), the first test process to start takes
 //! an exclusive file lock, runs the suite and writes its report; the others
 //! wait on the lock and read that report.

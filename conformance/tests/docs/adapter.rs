@@ -186,8 +186,10 @@ fn the_guide_lists_the_tests_the_macro_makes_for_the_quoted_suite() {
         .map(|(body, _)| body)
         .expect("docs/guide.md shows the macro's --list");
     let shown: Vec<&str> = listing.lines().collect();
-    // The suite the guide quotes pins level V2 on one route, `upload`.
+    // The suite the guide quotes pins level V2 on one route, `upload`; the
+    // example's file has one test of its own, listed first by name.
     let mut expected = vec![
+        "every_rule_of_the_level_is_checked_and_passes: test".to_owned(),
         "transfer_conformance_level: test".to_owned(),
         "transfer_conformance_routes: test".to_owned(),
     ];
@@ -198,9 +200,17 @@ fn the_guide_lists_the_tests_the_macro_makes_for_the_quoted_suite() {
         .collect();
     rules.sort();
     expected.extend(rules);
+    let count = format!("{} tests, 0 benchmarks", expected.len());
+    expected.push(String::new());
+    expected.push(count);
     assert_eq!(
         shown, expected,
-        "docs/guide.md's --list is not what the macro makes"
+        "docs/guide.md's --list is not what the example's file lists"
+    );
+    let file = include_str!("../../../examples/stream-upload/tests/conformance.rs");
+    assert!(
+        file.contains("fn every_rule_of_the_level_is_checked_and_passes()"),
+        "examples/stream-upload's own test changed its name; the guide's --list shows it"
     );
     assert!(
         guide.contains("conformance_tests!(level = V2, suite = suite, routes = [upload]);"),
