@@ -137,6 +137,19 @@ fn the_suite_run_json_is_documented_field_by_field() {
         .clone()
         .with_expected_errors(vec!["sim0: injected device fault: copy refused".to_owned()]);
     records.push(expected);
+    // Memory a provider kept and reused, as a caching allocator's blocks
+    // show.
+    let mut kept = records[0].clone();
+    kept.kept_memory = vec![tenferro_transfer_conformance::harness::KeptMemory::new(
+        "sim0",
+        tenferro_transfer_conformance::harness::MemoryInUse::allocations(5)
+            .with_bytes(160)
+            .growth_since(
+                &tenferro_transfer_conformance::harness::MemoryInUse::allocations(4)
+                    .with_bytes(128),
+            ),
+    )];
+    records.push(kept);
     let report = tenferro_transfer_conformance::Report::from_records(records);
     let sample = serde_json::to_value(&report).unwrap();
     // A ProviderSuite's report: its fixed and outside cases carry the

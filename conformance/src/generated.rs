@@ -1,8 +1,9 @@
 //! The generated suite: proptest-drawn cases through a built-in provider,
 //! shrunk to one minimal failing case with a command that replays it.
 
+use crate::coverage::Coverage;
 use crate::record::CaseOutcome;
-use crate::runner::run_recipe;
+use crate::runner::{run_recipe, run_recipe_covered};
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -185,9 +186,11 @@ pub(crate) fn drawn_seed() -> u64 {
 }
 
 /// What became of `recipe`'s case, through the runner's one conversion:
-/// judged, skipped where the route cannot run it here, or not set up.
-fn outcome_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseOutcome {
-    CaseOutcome::from(run_recipe(rig, route, recipe))
+/// judged, skipped where the route cannot run it here, or not set up; and
+/// the coverage of its inputs.
+fn outcome_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> (CaseOutcome, Coverage) {
+    let (run, coverage) = run_recipe_covered(rig, route, recipe);
+    (CaseOutcome::from(run), coverage)
 }
 
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -286,6 +289,8 @@ pub(crate) struct Generation {
     /// Every judged case summed up ([`CaseOutcome::summed`]): a rule is
     /// checked where any case checked it. `None` when no case was judged.
     pub summed: Option<CaseOutcome>,
+    /// Every judged case, by kind and rules judged (the coverage map).
+    pub coverage: Coverage,
     /// Why the first skipped case was skipped (a case the route cannot run
     /// here is a skip, never a failure).
     pub skipped: Option<String>,
@@ -329,6 +334,7 @@ pub(crate) fn generate(
     let strategy = recipe(options.profile, &capabilities);
     let cases = std::cell::Cell::new(0_u64);
     let summed: RefCell<Option<CaseOutcome>> = RefCell::new(None);
+    let coverage: RefCell<Coverage> = RefCell::new(Coverage::default());
     let skipped: RefCell<Option<String>> = RefCell::new(None);
     // The first case that failed, and the latest (proptest's minimal case
     // is the last one that failed while shrinking).
@@ -337,7 +343,8 @@ pub(crate) fn generate(
     let start = Instant::now();
     let result = runner.run(&strategy, |recipe| {
         cases.set(cases.get() + 1);
-        let judged = outcome_of(&mut rig.borrow_mut(), route, &recipe);
+        let (judged, covered) = outcome_of(&mut rig.borrow_mut(), route, &recipe);
+        coverage.borrow_mut().extend(covered);
         if let CaseOutcome::Skipped { reason } = &judged {
             skipped.borrow_mut().get_or_insert_with(|| reason.clone());
         }
@@ -357,7 +364,7 @@ pub(crate) fn generate(
     let failure = match result {
         Ok(()) => None,
         Err(TestError::Fail(_, minimal)) => {
-            let replayed = outcome_of(&mut rig.borrow_mut(), route, &minimal);
+            let (replayed, _) = outcome_of(&mut rig.borrow_mut(), route, &minimal);
             let original = first.take();
             let shrunk = latest.take().filter(|failed| failed.recipe == minimal);
             match (FailedCase::new(minimal.clone(), replayed), original) {
@@ -396,6 +403,7 @@ pub(crate) fn generate(
         elapsed: start.elapsed(),
         failure,
         summed: summed.take(),
+        coverage: coverage.take(),
         skipped: skipped.take(),
     })
 }

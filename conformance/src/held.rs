@@ -14,6 +14,7 @@ use tenferro_transfer_harness::{
     HeldOutputs, Judgement, Oracle, PhaseMemory, Route, Watchdog, describe_error,
 };
 
+use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 use crate::runner::{CaseRun, JudgedAs, input_label, run_cases};
 
@@ -47,6 +48,7 @@ pub(crate) fn held_pass(
     let HeldPass {
         mut found,
         mut parts,
+        coverage,
         runs,
         not_run,
         accounting_seen,
@@ -95,7 +97,8 @@ pub(crate) fn held_pass(
     };
     [
         match stable {
-            Ok(judgement) => CaseRecord::judged(name, Origin::Held, held_head, &judgement),
+            Ok(judgement) => CaseRecord::judged(name, Origin::Held, held_head, &judgement)
+                .with_coverage(coverage),
             Err(message) => CaseRecord::new(
                 name,
                 Origin::Held,
@@ -118,6 +121,8 @@ struct HeldPass {
     found: HeldOutputs,
     /// Every input's judgement, labelled.
     parts: Vec<(String, Judgement)>,
+    /// The inputs judged, for the coverage map.
+    coverage: Coverage,
     /// Runs made.
     runs: usize,
     /// Why inputs could not run.
@@ -135,6 +140,7 @@ fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass
     rig.keep_outputs(true);
     let mut found = HeldOutputs::default();
     let mut parts: Vec<(String, Judgement)> = Vec::new();
+    let mut coverage = Coverage::default();
     let mut runs = 0;
     let mut not_run: Vec<String> = Vec::new();
     for recipe in recipes {
@@ -162,6 +168,7 @@ fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass
                         found.reread += held.reread;
                         found.changed.extend(held.changed);
                     }
+                    coverage.add(&cases[index], &judgement);
                     parts.push((input_label(index, total, &cases[index]), judgement));
                 }
                 CaseRun::Skipped(_) => {}
@@ -175,6 +182,7 @@ fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass
     HeldPass {
         found,
         parts,
+        coverage,
         runs,
         not_run,
         accounting_seen,

@@ -22,6 +22,7 @@
 pub mod adapter;
 mod builtin;
 pub mod concurrency;
+pub mod coverage;
 pub mod fuzzing;
 pub mod generated;
 mod held;
@@ -48,8 +49,9 @@ pub use provider_suite::{
     ProviderSuite, REPORT_FILE_ENV, RuleVerdict, SuiteFuzzer,
 };
 pub use report::{
-    CaseResult, Mark, Report, ReportError, ReportFormat, RouteMatrix, RowHead, RuleMatrix,
-    RuleTally, RunOutcome, SETUP, Summary, Verdict, ViolationRow,
+    CaseResult, CoverageGap, KeptSummary, KindCount, Mark, Report, ReportError, ReportFormat,
+    RouteCoverage, RouteMatrix, RowHead, RuleCoverage, RuleMatrix, RuleTally, RunOutcome, SETUP,
+    Summary, Verdict, ViolationRow,
 };
 pub use shapes::{
     ABOVE_1MI_ELEMENTS, FixedShape, LARGE_ELEMENTS, fixed_shapes, size_classes, special_values_case,

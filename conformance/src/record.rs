@@ -12,7 +12,7 @@
 //! [`CaseOutcome::Failed`] holds [`Violations`], which is never empty.
 //!
 //! This module is the bottom of the crate's result model: it imports no
-//! other module of the crate.
+//! other module of the crate but [`crate::coverage`], which classes cases.
 //!
 //! # Examples
 //!
@@ -29,6 +29,8 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+
+use crate::coverage::Coverage;
 use tenferro_transfer_harness::strategy::{Profile, Recipe};
 use tenferro_transfer_harness::{Judgement, KeptMemory, Rule, Unchecked, Violation};
 
@@ -457,6 +459,11 @@ pub struct CaseRecord {
     /// not grow: what the provider keeps and reuses, reported, not a leak.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept_memory: Vec<KeptMemory>,
+    /// The cases judged for this record, by kind and the rules judged on
+    /// each: what the coverage map sums. Empty where no case was judged
+    /// (a skip, a setup failure, a phase's memory).
+    #[serde(default, skip_serializing_if = "Coverage::is_empty")]
+    pub coverage: Coverage,
 }
 
 impl CaseRecord {
@@ -470,6 +477,7 @@ impl CaseRecord {
             expected_errors: Vec::new(),
             replay: None,
             kept_memory: Vec::new(),
+            coverage: Coverage::default(),
         }
     }
 
@@ -488,6 +496,13 @@ impl CaseRecord {
     #[must_use]
     pub fn with_expected_errors(mut self, errors: Vec<String>) -> Self {
         self.expected_errors = errors;
+        self
+    }
+
+    /// The record with the cases it judged, for the coverage map.
+    #[must_use]
+    pub fn with_coverage(mut self, coverage: Coverage) -> Self {
+        self.coverage = coverage;
         self
     }
 

@@ -19,6 +19,7 @@ use tenferro_transfer_harness::{
     abandoned_reason, describe_error, not_reached_reason, panic_message,
 };
 
+use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 
 /// How a case is judged.
@@ -49,9 +50,16 @@ impl CaseRun {
     /// The record of this run: its outcome through the one conversion
     /// ([`CaseOutcome::from`]), and the device failures the provider
     /// correctly passed on as a typed `Err`.
-    pub(crate) fn into_record(self, route: &str, origin: Origin, head: RowHead) -> CaseRecord {
+    pub(crate) fn into_record(
+        self,
+        case: &Case,
+        route: &str,
+        origin: Origin,
+        head: RowHead,
+    ) -> CaseRecord {
         match self {
-            CaseRun::Judged(judgement, _) => CaseRecord::judged(route, origin, head, &judgement),
+            CaseRun::Judged(judgement, _) => CaseRecord::judged(route, origin, head, &judgement)
+                .with_coverage(Coverage::of(case, &judgement)),
             other => CaseRecord::new(route, origin, head, CaseOutcome::from(other)),
         }
     }
@@ -236,11 +244,26 @@ pub(crate) fn input_label(index: usize, total: usize, case: &Case) -> String {
 /// [`CaseRun`] ([`merged`]); a recipe that does not build is
 /// [`CaseRun::NotRun`].
 pub(crate) fn run_recipe(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseRun {
+    run_recipe_covered(rig, route, recipe).0
+}
+
+/// As [`run_recipe`], with the coverage of every input judged.
+pub(crate) fn run_recipe_covered(
+    rig: &mut Watchdog,
+    route: &Route,
+    recipe: &Recipe,
+) -> (CaseRun, Coverage) {
     match recipe.cases() {
         Ok(cases) => {
             let runs = run_cases(rig, route, &cases, JudgedAs::Inside, None);
-            merged(&cases, runs)
+            let mut coverage = Coverage::default();
+            for (case, run) in cases.iter().zip(&runs) {
+                if let CaseRun::Judged(judgement, _) = run {
+                    coverage.add(case, judgement);
+                }
+            }
+            (merged(&cases, runs), coverage)
         }
-        Err(error) => CaseRun::NotRun(error),
+        Err(error) => (CaseRun::NotRun(error), Coverage::default()),
     }
 }

@@ -19,6 +19,7 @@
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{Judgement, Route, Watchdog, describe_error};
 
+use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 use crate::runner::{CaseRun, JudgedAs, input_label, run_cases};
 
@@ -38,6 +39,7 @@ struct Dtype {
     /// Its small fixed cases, in the order they ran.
     small: Vec<Recipe>,
     parts: Vec<(String, Judgement)>,
+    coverage: Coverage,
     not_run: Option<String>,
     /// The first run that failed, as one recipe that replays it.
     replay: Option<Recipe>,
@@ -163,6 +165,7 @@ impl Dtype {
                     if !judgement.passed() && self.replay.is_none() {
                         self.replay = Some(replay.clone());
                     }
+                    self.coverage.add(&cases[index], &judgement);
                     self.parts.push((input, judgement));
                 }
                 CaseRun::Skipped(_) => {}
@@ -217,7 +220,8 @@ impl Dtype {
             ..head.clone()
         };
         let record = match judged {
-            Ok(judgement) => CaseRecord::judged(name, Origin::State, head, &judgement),
+            Ok(judgement) => CaseRecord::judged(name, Origin::State, head, &judgement)
+                .with_coverage(self.coverage),
             Err(outcome) => CaseRecord::new(name, Origin::State, head, outcome),
         };
         match &self.replay {

@@ -153,7 +153,7 @@ pub fn run_fixed_suite_with_progress(
                             ..head
                         };
                         let mut record = run_case(rig, route, &case, JudgedAs::Inside, None)
-                            .into_record(&name, Origin::Fixed, head);
+                            .into_record(&case, &name, Origin::Fixed, head);
                         record
                             .outcome
                             .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);

@@ -1,7 +1,8 @@
 //! insta snapshots, in the top-level `snapshots/` folder, of every runtime
 //! contract error a real run produces, of the oracle's report for every
-//! broken provider of the self-test, of the self-test's kill matrix and of
-//! the Markdown and JUnit renderings of a small report.
+//! broken provider of the self-test, of the self-test's kill matrix, of
+//! every rendering of a small report, and of the built-in providers'
+//! coverage map.
 //!
 //! Every test that takes a snapshot lives here: the snapshots are outside
 //! this crate (the examples and docs share them), so this file runs in the
@@ -284,6 +285,41 @@ fn markdown_rendering_of_the_small_report() {
     let markdown = support::small_report().to_markdown();
     with_snapshot_settings!({
         insta::assert_snapshot!("report-markdown", markdown);
+    });
+}
+
+/// The built-in providers' coverage map (the main job's, without the CUDA
+/// routes): which rules were checked on large cases and on each kind of
+/// view, and the footer's lines to act on.
+#[test]
+fn the_coverage_map_of_the_builtin_providers() {
+    let report = tenferro_transfer_conformance::run_fixed_suite(
+        &BUILTIN_PROVIDERS,
+        &tenferro_transfer_conformance::SuiteOptions::default(),
+    );
+    let table = report.to_table();
+    let map = table
+        .split_once("\ncoverage of ")
+        .map(|(_, map)| format!("coverage of {map}"))
+        .expect("the table has a coverage map");
+    with_snapshot_settings!({
+        insta::assert_snapshot!("builtin-coverage", map);
+    });
+}
+
+#[test]
+fn table_rendering_of_the_small_report() {
+    let table = support::small_report().to_table();
+    with_snapshot_settings!({
+        insta::assert_snapshot!("report-table", table);
+    });
+}
+
+#[test]
+fn json_rendering_of_the_small_report() {
+    let json = support::small_report().to_json().unwrap();
+    with_snapshot_settings!({
+        insta::assert_snapshot!("report-json", json);
     });
 }
 

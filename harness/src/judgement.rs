@@ -159,8 +159,9 @@ impl Judgement {
 
     /// The judgement of a run of several inputs as one: every violation,
     /// its message led by its input's label; a rule checked where any
-    /// input checked it, and unchecked (with the first reason) where none
-    /// did; every expected error. A single part is returned as it is.
+    /// input checked it, and unchecked (with the first input's reason)
+    /// where none did; every expected error. A single part is returned as
+    /// it is.
     ///
     /// # Examples
     ///
@@ -207,15 +208,12 @@ impl Judgement {
         }
         merged.checked.sort();
         merged.checked.dedup();
-        for (label, part) in &parts {
+        for (_, part) in &parts {
             for item in &part.unchecked {
                 if !merged.checked.contains(&item.rule)
                     && !merged.unchecked.iter().any(|kept| kept.rule == item.rule)
                 {
-                    merged.unchecked.push(Unchecked {
-                        rule: item.rule,
-                        reason: format!("{label}: {}", item.reason),
-                    });
+                    merged.unchecked.push(item.clone());
                 }
             }
         }

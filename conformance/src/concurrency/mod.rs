@@ -18,7 +18,8 @@ mod twins;
 pub use twins::TWIN_ROUND_EVERY;
 use twins::{name_crossed, same_shape_rounds, twin_round};
 
-use crate::runner::{CaseRun, run_recipe};
+use crate::coverage::Coverage;
+use crate::runner::{CaseRun, run_recipe, run_recipe_covered};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -148,6 +149,8 @@ pub(crate) struct Call {
     /// Whether the destination's accounting showed the call's output while
     /// it was alive: the evidence a phase's memory check needs.
     pub accounting_seen: bool,
+    /// The call's inputs judged, by kind and rules judged.
+    pub coverage: Coverage,
 }
 
 impl Call {
@@ -423,15 +426,15 @@ impl Shared<'_> {
         for (index, recipe) in plan.iter().enumerate() {
             self.barrier.wait();
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
-            let (outcome, accounting_seen) = match &mut watchdog {
+            let (outcome, accounting_seen, coverage) = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    let mut run = run_recipe(watchdog, self.route, recipe);
+                    let (mut run, coverage) = run_recipe_covered(watchdog, self.route, recipe);
                     if twin_round(index) {
                         name_crossed(&mut run, thread, index, plans);
                     }
                     let seen = matches!(&run, CaseRun::Judged(_, outcome)
                         if outcome.calls.first().and_then(|call| call.destination_saw_output) == Some(true));
-                    (CaseOutcome::from(run), seen)
+                    (CaseOutcome::from(run), seen, coverage)
                 }))
                 .unwrap_or_else(|payload| {
                     let outcome = CaseOutcome::NotSetUp {
@@ -440,7 +443,7 @@ impl Shared<'_> {
                             panic_message(payload.as_ref())
                         ),
                     };
-                    (outcome, false)
+                    (outcome, false, Coverage::default())
                 }),
                 Err(error) => (
                     CaseOutcome::NotSetUp {
@@ -450,6 +453,7 @@ impl Shared<'_> {
                         ),
                     },
                     false,
+                    Coverage::default(),
                 ),
             };
             let finished = self.clock.fetch_add(1, Ordering::SeqCst);
@@ -461,6 +465,7 @@ impl Shared<'_> {
                 span: (started, finished),
                 outcome,
                 accounting_seen,
+                coverage,
             };
             if call.failed() {
                 self.stop.store(true, Ordering::SeqCst);

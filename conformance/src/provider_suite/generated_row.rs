@@ -63,14 +63,17 @@ impl ProviderSuite {
                         .unwrap_or_else(|| "no generated case could run on this route".to_owned()),
                 },
             };
-            let mut record = CaseRecord::new(
-                run.name,
-                origin,
-                RowHead {
-                    layout: summary,
-                    ..base
-                },
-                self.in_level(outcome),
+            let mut record = self.in_level_record(
+                CaseRecord::new(
+                    run.name,
+                    origin,
+                    RowHead {
+                        layout: summary,
+                        ..base
+                    },
+                    outcome,
+                )
+                .with_coverage(generation.coverage),
             );
             record
                 .outcome
@@ -106,6 +109,8 @@ impl ProviderSuite {
                     "{message}\n  {note}\n  {replay} (the case alone may pass: it did on replay)"
                 ),
             });
-        CaseRecord::new(run.name, origin, head, outcome)
+        self.in_level_record(
+            CaseRecord::new(run.name, origin, head, outcome).with_coverage(generation.coverage),
+        )
     }
 }

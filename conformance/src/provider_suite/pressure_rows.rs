@@ -9,6 +9,7 @@ use tenferro_transfer_harness::{Oracle, PhaseMemory, Rule};
 
 use super::{ProviderSuite, RouteRun};
 use crate::concurrency::{Call, ConcurrencyOptions, drive, replay_alone};
+use crate::coverage::Coverage;
 use crate::generated::{REPLAY_ENV, SEED_ENV, shell_quote};
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 
@@ -97,14 +98,21 @@ impl ProviderSuite {
                         })
                         .unwrap_or_else(|| "no concurrent call could run on this route".to_owned()),
                 });
-            let mut record = CaseRecord::new(
-                run.name,
-                origin,
-                RowHead {
-                    layout: format!("{summary}: {} calls", pressure.calls.len()),
-                    ..base
-                },
-                self.in_level(outcome),
+            let mut coverage = Coverage::default();
+            for call in &pressure.calls {
+                coverage.extend(call.coverage.clone());
+            }
+            let mut record = self.in_level_record(
+                CaseRecord::new(
+                    run.name,
+                    origin,
+                    RowHead {
+                        layout: format!("{summary}: {} calls", pressure.calls.len()),
+                        ..base
+                    },
+                    outcome,
+                )
+                .with_coverage(coverage),
             );
             record
                 .outcome

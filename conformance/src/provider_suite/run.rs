@@ -218,7 +218,7 @@ impl ProviderSuite {
                         None => (JudgedAs::Inside, Some(honesty_unchecked.as_str())),
                     };
                     let run = run_case(&mut rig, &route, &case, judged_as, None);
-                    self.case_record(name, Origin::Replayed, head, run, honesty)
+                    self.case_record(&case, name, Origin::Replayed, head, run, honesty)
                         .with_replay(&recipe)
                 }
                 Err(error) => self.setup_record(
@@ -263,8 +263,15 @@ impl ProviderSuite {
             let head = self.case_head(name, &label, &case);
             let run = run_case(&mut rig, &route, &case, JudgedAs::Inside, None);
             rows.push(
-                self.case_record(name, Origin::Fixed, head, run, Some(&honesty_unchecked))
-                    .with_replay(&recipe),
+                self.case_record(
+                    &case,
+                    name,
+                    Origin::Fixed,
+                    head,
+                    run,
+                    Some(&honesty_unchecked),
+                )
+                .with_replay(&recipe),
             );
             state.after_fixed(&mut rig, &route, &recipe);
         }
@@ -320,7 +327,7 @@ impl ProviderSuite {
                 why: outside.why.clone(),
             };
             rows.push(
-                self.case_record(name, origin, head, run, None)
+                self.case_record(&outside.case, name, origin, head, run, None)
                     .with_replay(&outside.recipe),
             );
         }
@@ -330,6 +337,9 @@ impl ProviderSuite {
     /// `record` with only the rules of the pinned level judged.
     pub(super) fn in_level_record(&self, mut record: CaseRecord) -> CaseRecord {
         record.outcome = self.in_level(record.outcome);
+        let level = self.level;
+        record.coverage =
+            std::mem::take(&mut record.coverage).restricted(|rule| level.includes(rule));
         record
     }
 
@@ -352,14 +362,14 @@ impl ProviderSuite {
     /// inside the capabilities.
     pub(super) fn case_record(
         &self,
+        case: &Case,
         route: &str,
         origin: Origin,
         head: RowHead,
         run: CaseRun,
         honesty_unchecked: Option<&str>,
     ) -> CaseRecord {
-        let mut record = run.into_record(route, origin, head);
-        record.outcome = self.in_level(record.outcome);
+        let mut record = self.in_level_record(run.into_record(case, route, origin, head));
         if let Some(reason) = honesty_unchecked {
             record
                 .outcome

@@ -10,7 +10,7 @@ use quick_xml::events::{BytesDecl, BytesText, Event};
 use tenferro_transfer_harness::Rule;
 
 use super::text::{Counted, one_line, truncate};
-use super::{CaseResult, Report, ReportError, Verdict};
+use super::{CaseResult, KindCount, Report, ReportError, RouteCoverage, RuleCoverage, Verdict};
 use crate::record::CaseRecord;
 
 /// The `message` attribute of a failure is cut to this many characters; the
@@ -65,6 +65,26 @@ fn suites(report: &Report) -> Vec<Suite<'_>> {
         }
     }
     suites
+}
+
+/// One rule's coverage as a property value: `cases=N; F32=n ...; owned=n
+/// ...; small=n ...; specials=n` (kinds with no case left out).
+fn coverage_value(rule: &RuleCoverage) -> String {
+    let counts = |kinds: &[KindCount]| {
+        kinds
+            .iter()
+            .map(|kind| format!("{}={}", kind.kind, kind.cases))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    format!(
+        "cases={}; {}; {}; {}; specials={}",
+        rule.cases,
+        counts(&rule.dtypes),
+        counts(&rule.layouts),
+        counts(&rule.sizes),
+        rule.specials
+    )
 }
 
 /// A case that broke a rule (a case not set up is an error instead).
@@ -151,7 +171,11 @@ fn write_case(
     Ok(())
 }
 
-fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>) -> io::Result<()> {
+fn write_suite(
+    writer: &mut Writer<Vec<u8>>,
+    suite: &Suite<'_>,
+    coverage: Option<&RouteCoverage>,
+) -> io::Result<()> {
     let name = xml_safe(&format!("{} on {}", suite.provider, suite.route));
     let tests = suite.cases.len().to_string();
     let failures = suite.count(is_failure).to_string();
@@ -195,16 +219,22 @@ fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite<'_>) -> io::Result<()
                     let provider = xml_safe(suite.provider);
                     let route = xml_safe(suite.route);
                     let rules = everywhere.join(" ");
-                    let mut properties =
-                        vec![("provider", provider.as_str()), ("route", route.as_str())];
+                    let mut properties = vec![
+                        ("provider".to_owned(), provider),
+                        ("route".to_owned(), route),
+                    ];
                     if !rules.is_empty() {
-                        properties.push(("not-checked-on-any-case", rules.as_str()));
+                        properties.push(("not-checked-on-any-case".to_owned(), rules));
+                    }
+                    // The coverage map, a property per rule.
+                    for rule in coverage.iter().flat_map(|coverage| &coverage.rules) {
+                        properties.push((format!("coverage.{}", rule.rule), coverage_value(rule)));
                     }
                     for (key, value) in properties {
                         writer
                             .create_element("property")
-                            .with_attribute(("name", key))
-                            .with_attribute(("value", value))
+                            .with_attribute(("name", key.as_str()))
+                            .with_attribute(("value", value.as_str()))
                             .write_empty()?;
                     }
                     Ok(())
@@ -231,6 +261,7 @@ impl Report {
     pub fn to_junit(&self) -> Result<String, ReportError> {
         let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
         let suites = suites(self);
+        let coverage = self.coverage();
         let tests = self.records().len().to_string();
         let failures = self
             .records()
@@ -257,7 +288,10 @@ impl Report {
             .with_attribute(("skipped", skipped.as_str()))
             .write_inner_content(|writer| {
                 for suite in &suites {
-                    write_suite(writer, suite)?;
+                    let covered = coverage.iter().find(|route| {
+                        route.provider == suite.provider && route.route == suite.route
+                    });
+                    write_suite(writer, suite, covered)?;
                 }
                 Ok(())
             })

@@ -120,7 +120,7 @@ impl Report {
             out.push('\n');
         }
         write_failures(&mut out, self);
-        write_unchecked(&mut out, self);
+        write_coverage(&mut out, self);
         let kept = self.kept_memory_section("- ");
         if !kept.is_empty() {
             let _ = writeln!(
@@ -318,28 +318,32 @@ fn write_failures(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
-fn write_unchecked(out: &mut String, report: &Report) {
-    let mut lines = Vec::new();
-    for unchecked in report.unchecked_rules() {
-        let why = unchecked
-            .reasons
-            .iter()
-            .map(|(reason, count)| format!("{} ({count})", escape(reason)))
-            .collect::<Vec<_>>()
-            .join("; ");
-        lines.push(format!(
-            "- {}: not checked on {} of {} judged cases: {why}",
-            code(&unchecked.rule),
-            unchecked.cases,
-            unchecked.judged
-        ));
+/// The coverage map, one table per route, then what a reader must act on.
+fn write_coverage(out: &mut String, report: &Report) {
+    let routes = report.coverage();
+    if !routes.is_empty() {
+        let _ = writeln!(out, "### Coverage: the cases each rule was checked on\n");
     }
-    if lines.is_empty() {
+    for route in &routes {
+        let _ = writeln!(
+            out,
+            "{} on {} ({} cases judged; `.` is none):\n",
+            code(&route.provider),
+            code(&route.route),
+            route.cases
+        );
+        for line in super::coverage::markdown_rows(route) {
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
+    }
+    let gaps = report.coverage_gaps();
+    if gaps.is_empty() {
         return;
     }
-    let _ = writeln!(out, "### Not checked (never counted as a pass)\n");
-    for line in lines {
-        let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "### To act on (never counted as a pass)\n");
+    for gap in gaps {
+        let _ = writeln!(out, "- {}: {}", code(&gap.rule), escape(&gap.text));
     }
     out.push('\n');
 }

@@ -10,7 +10,6 @@
 
 use tenferro_transfer_harness::Rule;
 
-use super::text::Counted;
 use super::{Report, Verdict};
 use crate::record::{CaseOutcome, CaseRecord};
 
@@ -205,47 +204,7 @@ impl RuleMatrix {
     }
 }
 
-/// A rule the oracle left unchecked on some judged cases.
-pub(crate) struct UncheckedRule {
-    /// The rule id.
-    pub(crate) rule: String,
-    /// Its reasons, each with the number of cases that gave it.
-    pub(crate) reasons: Counted,
-    /// Judged cases on which it was unchecked.
-    pub(crate) cases: usize,
-    /// Judged cases in the report.
-    pub(crate) judged: usize,
-}
-
 impl Report {
-    /// Every rule left unchecked on at least one judged case, in
-    /// catalogue order.
-    pub(crate) fn unchecked_rules(&self) -> Vec<UncheckedRule> {
-        let judged: Vec<&CaseRecord> = self
-            .records()
-            .iter()
-            .filter(|record| record.outcome.is_judged())
-            .collect();
-        Rule::ALL
-            .into_iter()
-            .filter_map(|rule| {
-                let mut reasons = Counted::default();
-                for record in &judged {
-                    if let Some(reason) = record.outcome.why_unchecked(rule) {
-                        reasons.add(reason);
-                    }
-                }
-                let cases: usize = reasons.iter().map(|(_, count)| count).sum();
-                (cases > 0).then_some(UncheckedRule {
-                    rule: rule.id().to_owned(),
-                    reasons,
-                    cases,
-                    judged: judged.len(),
-                })
-            })
-            .collect()
-    }
-
     /// The rules x routes x dtypes matrix of this report.
     pub fn rule_matrix(&self) -> RuleMatrix {
         RuleMatrix::new(self)

@@ -3,6 +3,7 @@
 //!
 //! The JSON form is documented field by field in `docs/report-format.md`.
 
+mod coverage;
 mod junit;
 mod kept;
 mod markdown;
@@ -19,6 +20,7 @@ use tenferro_transfer_harness::{Unchecked, Violation};
 use crate::record::{CaseOutcome, CaseRecord};
 
 pub use crate::record::{RowHead, SETUP, Verdict};
+pub use coverage::{CoverageGap, KindCount, RouteCoverage, RuleCoverage};
 pub use kept::KeptSummary;
 pub use matrix::{Mark, RouteMatrix, RuleMatrix, RuleTally};
 
@@ -164,12 +166,16 @@ impl Serialize for Report {
         struct Json<'a> {
             results: &'a [CaseResult],
             summary: Summary,
+            coverage: Vec<RouteCoverage>,
+            to_act_on: Vec<CoverageGap>,
             #[serde(skip_serializing_if = "Vec::is_empty")]
             kept_memory: Vec<KeptSummary>,
         }
         Json {
             results: &self.rows,
             summary: self.summary,
+            coverage: self.coverage(),
+            to_act_on: self.coverage_gaps(),
             kept_memory: self.kept_memory(),
         }
         .serialize(serializer)
@@ -421,20 +427,47 @@ mod tests {
         ));
     }
 
+    /// A record of one owned small F32 case on which every rule but
+    /// `unchecked`'s was judged.
+    fn covered(unchecked: Vec<Unchecked>) -> CaseRecord {
+        let outcome = passed(unchecked);
+        let CaseOutcome::Passed { checked, .. } = &outcome else {
+            unreachable!("passed() is a pass")
+        };
+        let mut coverage = crate::coverage::Coverage::default();
+        let case = tenferro_transfer_harness::Case::from_values(vec![2], vec![1.0_f32, 2.0])
+            .expect("a case");
+        coverage.add_kind(crate::coverage::CaseKind::of(&case), checked.clone(), 1);
+        record(outcome).with_coverage(coverage)
+    }
+
     #[test]
-    fn the_table_names_rules_checked_on_only_some_cases() {
+    fn the_footer_names_only_rules_checked_nowhere_with_the_reason() {
+        let unchecked = |rule| Unchecked {
+            rule,
+            reason: "cannot tell".to_owned(),
+        };
         let report = Report::from_records(vec![
-            record(passed(Vec::new())),
-            record(passed(vec![Unchecked {
-                rule: Rule::Completion,
-                reason: "cannot tell".to_owned(),
-            }])),
+            covered(vec![unchecked(Rule::Completion), unchecked(Rule::Values)]),
+            covered(vec![unchecked(Rule::Completion)]),
         ]);
         let table = report.to_table();
         assert!(
-            table.contains("not checked on some cases (never counted as a pass):\n    completion (1 of 2): cannot tell"),
+            table.contains("to act on (never counted as a pass):\n    completion: checked on no case: cannot tell\n\n"),
             "{table}"
         );
-        assert!(!table.contains("not checked on any case"), "{table}");
+        // `values` was checked on one of the two cases: nothing to act on.
+        assert!(!table.contains("    values:"), "{table}");
+    }
+
+    #[test]
+    fn records_without_coverage_leave_the_footer_empty() {
+        let report = Report::from_records(vec![record(passed(Vec::new()))]);
+        assert!(report.coverage_gaps().is_empty());
+        assert!(
+            !report.to_table().contains("to act on"),
+            "{}",
+            report.to_table()
+        );
     }
 }

@@ -124,7 +124,7 @@ impl Report {
                 let _ = writeln!(out, "    skipped: {reason}");
             }
         }
-        write_unchecked(&mut out, self);
+        out.push_str(&self.coverage_text());
         out.push_str(&self.kept_memory_section("    "));
         let failed = format!("{} failed", self.summary().failed);
         let skipped = format!("{} skipped", self.summary().skipped);
@@ -144,43 +144,5 @@ impl Report {
             }
         );
         out
-    }
-}
-
-/// Rules the oracle could not check: those checked on no judged case, then
-/// those checked on only some, each with its reasons.
-fn write_unchecked(out: &mut String, report: &Report) {
-    let mut nowhere = Vec::new();
-    let mut somewhere = Vec::new();
-    for unchecked in report.unchecked_rules() {
-        let listed = unchecked
-            .reasons
-            .iter()
-            .map(|(reason, _)| reason)
-            .collect::<Vec<_>>()
-            .join("; ");
-        if unchecked.cases == unchecked.judged {
-            nowhere.push(format!("    {}: {listed}", unchecked.rule));
-        } else {
-            somewhere.push(format!(
-                "    {} ({} of {}): {listed}",
-                unchecked.rule, unchecked.cases, unchecked.judged
-            ));
-        }
-    }
-    if !nowhere.is_empty() {
-        let _ = writeln!(out, "\nnot checked on any case (never counted as a pass):");
-        for line in nowhere {
-            let _ = writeln!(out, "{line}");
-        }
-    }
-    if !somewhere.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nnot checked on some cases (never counted as a pass):"
-        );
-        for line in somewhere {
-            let _ = writeln!(out, "{line}");
-        }
     }
 }

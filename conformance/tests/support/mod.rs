@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_tensor::DType;
+use tenferro_transfer_conformance::coverage::Coverage;
 use tenferro_transfer_conformance::harness::{
     Case, DEFAULT_DEADLINE, Layout, Oracle, Route, ViewAxis, ViewSpec, Watchdog,
 };
@@ -41,6 +42,7 @@ pub fn judged(
         CaseOutcome::judged(&judgement),
     )
     .with_expected_errors(judgement.expected_errors().to_vec())
+    .with_coverage(Coverage::of(&case, &judgement))
 }
 
 fn provider_label(name: &str, faults: &[Fault]) -> String {
