@@ -271,6 +271,36 @@ fn completion_is_a_skip_on_a_host_destination_never_a_pass() {
 }
 
 #[test]
+fn a_skip_gives_the_cases_reasons_not_the_phase_rows() {
+    // Level V2 holds outputs over a pass and judges the memory over each
+    // phase in rows of their own; they judge no case, so they are not
+    // where `completion` went unchecked.
+    let suite = ProviderSuite::new("sim-download", Level::V2)
+        .route("download", Route::sim_to_host, |route| {
+            let Some(device) = route.source().downcast::<SimDevice>() else {
+                return Err("download serves a simulated source".into());
+            };
+            Ok(Arc::new(SimDownload::new(device.clone())) as _)
+        })
+        .profile(Profile::Quick)
+        .seed(1);
+    let report = suite.run();
+    assert!(
+        report
+            .records()
+            .iter()
+            .any(|record| record.outcome.is_judged() && record.coverage.is_empty()),
+        "the run has phase rows"
+    );
+    let RuleVerdict::Skip(reason) = suite.check(&report, "download", Rule::Completion) else {
+        panic!("{}", report.to_table())
+    };
+    assert!(reason.contains("plain host memory"), "{reason}");
+    assert!(!reason.contains("over the phase"), "{reason}");
+    assert!(!reason.contains("held over the pass"), "{reason}");
+}
+
+#[test]
 fn level_v1_is_frozen() {
     let ids: Vec<&str> = Level::V1.rules().iter().map(|rule| rule.id()).collect();
     assert_eq!(

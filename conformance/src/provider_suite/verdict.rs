@@ -142,12 +142,22 @@ pub(super) fn check_rule(
     // A rule passes on the records whose judgement checked it, and on no
     // other: a record that does not list it as checked did not check it.
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut phase_reasons: BTreeMap<&str, usize> = BTreeMap::new();
     let mut checked = 0;
     for record in &records {
         if record.outcome.checked(rule) {
             checked += 1;
         } else if let Some(reason) = record.outcome.why_unchecked(rule) {
-            *reasons.entry(reason).or_default() += 1;
+            // A phase's row (the held outputs, the memory over a phase)
+            // judged no case: its other rules were judged on the cases
+            // themselves, which give their own reasons.
+            let phase_row = record.outcome.is_judged() && record.coverage.is_empty();
+            let counted = if phase_row {
+                &mut phase_reasons
+            } else {
+                &mut reasons
+            };
+            *counted.entry(reason).or_default() += 1;
         }
     }
     if checked > 0 {
@@ -157,6 +167,9 @@ pub(super) fn check_rule(
         return RuleVerdict::Fail(format!(
             "route {route} has no records in the report: it was not run"
         ));
+    }
+    if reasons.is_empty() {
+        reasons = phase_reasons;
     }
     let reasons: Vec<String> = reasons
         .into_iter()
