@@ -83,6 +83,37 @@ fn the_default_profile_draws_views_negative_steps_permutations_and_large_cases()
 }
 
 #[test]
+fn runs_of_several_inputs_are_drawn_and_only_of_small_inputs() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use tenferro_transfer_harness::strategy::MAX_RUN_ELEMENTS;
+
+    let strategy = recipe(Profile::Deep, &Capabilities::all());
+    let mut runner = TestRunner::deterministic();
+    let (mut runs, mut large_alone) = (0, 0);
+    for _ in 0..2048 {
+        let recipe = strategy.new_tree(&mut runner).unwrap().current();
+        let elements = |recipe: &Recipe| recipe.shape.iter().product::<usize>();
+        if recipe.with.is_empty() {
+            large_alone += usize::from(elements(&recipe) > MAX_RUN_ELEMENTS);
+            continue;
+        }
+        runs += 1;
+        for input in std::iter::once(&recipe).chain(&recipe.with) {
+            assert!(
+                elements(input) <= MAX_RUN_ELEMENTS,
+                "a run of several inputs moves {:?}",
+                input.shape
+            );
+        }
+    }
+    assert!(
+        runs > 100 && large_alone > 10,
+        "{runs} runs, {large_alone} large alone"
+    );
+}
+
+#[test]
 fn profiles_are_chosen_by_name() {
     assert_eq!("deep".parse::<Profile>().unwrap(), Profile::Deep);
     assert!(Profile::Deep.cases() >= 100_000);

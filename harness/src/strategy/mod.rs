@@ -231,11 +231,19 @@ fn view_of(sliced: &[usize], cuts: &[AxisCut], permuted: bool, keys: &[u8]) -> L
     })
 }
 
+/// The most elements of an input moved in a run of several
+/// ([`Recipe::with`]): runs of several inputs are about state, not size,
+/// and a run of three of the largest cases would hold three times the
+/// memory of one (a deep run's peak is its largest case's images).
+pub const MAX_RUN_ELEMENTS: usize = 1 << 16;
+
 /// The full recipe strategy for `profile`, inside `capabilities`: one
 /// input in three runs of four, and in the fourth one or two more inputs
 /// moved in the same run ([`Recipe::with`]): its twin (the same values but
 /// a few interior elements), one of the same dtype and shape with other
-/// values, or another drawn case.
+/// values, or another drawn case. An input of more than
+/// [`MAX_RUN_ELEMENTS`] moves alone, and no companion that large joins
+/// a run.
 ///
 /// Every part is drawn independently and combined by a plain map (no
 /// `prop_flat_map`), so shrinking converges: towards a run of one owned
@@ -253,6 +261,16 @@ pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Re
     ];
     (single, companions)
         .prop_map(|(recipe, companions)| {
+            let small = |recipe: &Recipe| {
+                recipe
+                    .shape
+                    .iter()
+                    .try_fold(1_usize, |count, &extent| count.checked_mul(extent))
+                    .is_some_and(|count| count <= MAX_RUN_ELEMENTS)
+            };
+            if !small(&recipe) {
+                return recipe;
+            }
             let others = companions
                 .into_iter()
                 .map(|companion| match companion {
@@ -266,6 +284,7 @@ pub fn recipe(profile: Profile, capabilities: &Capabilities) -> BoxedStrategy<Re
                     .untwinned(),
                     Companion::Other(other) => other,
                 })
+                .filter(small)
                 .collect();
             recipe.moved_with(others)
         })
