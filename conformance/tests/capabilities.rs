@@ -1,4 +1,4 @@
-//! Capabilities that fit real providers (issue 19): per route, view kinds,
+//! Capabilities that fit real providers: per route, view kinds,
 //! maximum rank, elements and bytes. A provider written here from scratch,
 //! as a vendor would (it knows nothing of the harness's `ViewKinds` or
 //! `CapabilityGate`), refuses exactly what it declares it does not serve

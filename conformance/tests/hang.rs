@@ -1,4 +1,4 @@
-//! A hang is judged once per route (issue 29): a vendor's upload that
+//! A hang is judged once per route: a vendor's upload that
 //! deadlocks on every input above 64 KiB waits out the whole deadline once;
 //! the route's later cases get a short deadline derived from the
 //! provider's own successful calls, and those that overrun it are skipped

@@ -1,4 +1,4 @@
-//! Hostile outputs (issue 24): a provider whose returned storage panics
+//! Hostile outputs: a provider whose returned storage panics
 //! after `transfer_blocking` returned is reported under `no-panic`, with
 //! every other rule it breaks, through `ProviderSuite` alone.
 //!

@@ -1,4 +1,4 @@
-//! The plain host route (issue 17): a correct host-to-host provider written
+//! The plain host route: a correct host-to-host provider written
 //! the natural way, which reads only plain host data (tenferro's own
 //! `to_col_major` of the input view) and refuses anything it cannot borrow
 //! as host memory, passes every rule on `Route::host_to_host`, where the

@@ -1,4 +1,4 @@
-//! Every case can be replayed alone (issue 19): a fixed case, a
+//! Every case can be replayed alone: a fixed case, a
 //! special-values case and a case outside the capabilities carry the
 //! recipe that rebuilds them, and replaying it runs that one case; the
 //! seeds of failing generated cases land in the caller's regression file

@@ -266,9 +266,9 @@ fn the_self_test_kill_matrix_is_exact() {
             .iter()
             .all(|row| row.caught_rules.is_empty() && row.cases > 0)
     );
-    // Every row, with its case counts, exactly as before simulated time
-    // (issue 21): a hang judged on the devices' own clock must give the
-    // same verdicts as one waited out on the wall clock.
+    // Every row, with its case counts, exactly as before simulated time:
+    // a hang judged on the devices' own clock must give the same verdicts
+    // as one waited out on the wall clock.
     let rows: String = report
         .to_table()
         .lines()

@@ -1,4 +1,4 @@
-//! Fuzzing a vendor's own provider through its `ProviderSuite` (issue 18):
+//! Fuzzing a vendor's own provider through its `ProviderSuite`:
 //! the bytes a fuzzer feeds decode into the suite's routes and cases; a
 //! correct provider survives them, a broken one crashes with a replay line
 //! that reproduces the failure under `cargo test`.

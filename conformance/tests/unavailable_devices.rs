@@ -1,4 +1,4 @@
-//! A device that is not here (issue 17): every rule test of its routes is a
+//! A device that is not here: every rule test of its routes is a
 //! skip with the reason, through `ProviderSuite` exactly as in the CLI; the
 //! require variables turn those skips into failures. Shown for CUDA (no GPU
 //! on this machine) and for a vendor's own adapter that says it is absent.

@@ -1,4 +1,4 @@
-//! A rule never checked never reads "pass" (issue 29): a vendor's device
+//! A rule never checked never reads "pass": a vendor's device
 //! that keeps no allocation ledger, written here from the public API alone
 //! as the adapter rustdoc teaches, and a provider that fails one rule on
 //! some cases. Its failing generated and concurrent cases used to count

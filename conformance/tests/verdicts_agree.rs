@@ -1,4 +1,4 @@
-//! A verdict is computed once (issue 29): for any sequence of case records,
+//! A verdict is computed once: for any sequence of case records,
 //! over every origin and every kind of outcome (passes, failures, skips,
 //! cases not set up, summed generated and concurrent records), each rule's
 //! test passes on exactly the records whose judgement checked it, and the
