@@ -66,15 +66,15 @@ macro_rules! __level_rules {
         $($callback)*! { $($prefix)* [$($kept)*] }
     };
     (@filter V1 $callback:tt $prefix:tt [$($kept:tt)*]
-        [$variant:ident $test:ident $id:literal V1 $doc:literal, $($rest:tt)*]) => {
+        [$variant:ident $test:ident $id:literal V1 $doc:literal $texts:tt, $($rest:tt)*]) => {
         $crate::__level_rules! { @filter V1 $callback $prefix [$($kept)* $test => $variant,] [$($rest)*] }
     };
     (@filter V1 $callback:tt $prefix:tt [$($kept:tt)*]
-        [$variant:ident $test:ident $id:literal $since:ident $doc:literal, $($rest:tt)*]) => {
+        [$variant:ident $test:ident $id:literal $since:ident $doc:literal $texts:tt, $($rest:tt)*]) => {
         $crate::__level_rules! { @filter V1 $callback $prefix [$($kept)*] [$($rest)*] }
     };
     (@filter V2 $callback:tt $prefix:tt [$($kept:tt)*]
-        [$variant:ident $test:ident $id:literal $since:ident $doc:literal, $($rest:tt)*]) => {
+        [$variant:ident $test:ident $id:literal $since:ident $doc:literal $texts:tt, $($rest:tt)*]) => {
         $crate::__level_rules! { @filter V2 $callback $prefix [$($kept)* $test => $variant,] [$($rest)*] }
     };
 }
