@@ -43,9 +43,9 @@ cat "$OUT/device.txt"
 step build cargo build --release --features cuda --workspace --all-targets
 step suite-json bash -c 'cargo run --release --features cuda -- --provider cuda-upload --provider cuda-download --format json >"$0"' "$OUT/cuda-suite.json"
 step suite cargo run --release --features cuda -- --provider cuda-upload --provider cuda-download
-step tests cargo test --release --features cuda -p tenferro-transfer-harness --test cuda -p tenferro-transfer-conformance --test cuda -- --nocapture
+step tests cargo test --release --features cuda -p tenferro-transfer-cuda --test cuda -p tenferro-transfer-conformance --test cuda -- --nocapture
 step self-test cargo run --release --features cuda -- self-test --provider cuda-upload --provider cuda-download
-step bandwidth cargo run --release -p tenferro-transfer-harness --features cuda --example cuda_bandwidth -- "$OUT/bandwidth.md"
+step bandwidth cargo run --release -p tenferro-transfer-cuda --features cuda --example cuda_bandwidth -- "$OUT/bandwidth.md"
 step vendor cargo test --release -p example-cuda-vendor --features cuda -- --nocapture
 # The naive upload's rule tests must fail, on `completion` and nothing else.
 naive_fails_completion_only() {

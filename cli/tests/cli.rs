@@ -291,7 +291,7 @@ fn help_documents_the_exit_codes_and_formats() {
 
 #[test]
 fn cuda_rows_are_skips_with_the_reason_or_failures_when_cuda_is_required() {
-    let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
+    let Some(reason) = tenferro_transfer_conformance::cuda::cuda_unavailable_reason() else {
         return; // a usable GPU: tests/cuda.rs runs the real thing
     };
     let args = ["--provider", "cuda-upload", "--provider", "cuda-download"];

@@ -174,7 +174,7 @@ fn every_exit_code_example_of_the_report_format_page_holds() {
         .split_once("Examples; `cli/tests/docs.rs` runs every row")
         .expect("docs/report-format.md has the exit-code examples")
         .1;
-    let gpu_usable = tenferro_transfer_conformance::harness::cuda_unavailable_reason().is_none();
+    let gpu_usable = tenferro_transfer_conformance::cuda::cuda_unavailable_reason().is_none();
     let mut checked = 0;
     let mut codes = std::collections::BTreeSet::new();
     for row in table

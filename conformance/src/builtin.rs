@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use tenferro_mock_devices::SimRoutes;
+use tenferro_transfer_cuda::CudaRoutes;
 
 use tenferro_mock_devices::{SimDevice, SimDownload, SimPeer, SimUpload};
 use tenferro_runtime::TransferProvider;
@@ -9,9 +10,9 @@ use tenferro_transfer_harness::{Endpoint, HarnessError, HostEndpoint, HostProvid
 
 /// The CUDA device of an endpoint, when it is one.
 #[cfg(feature = "cuda")]
-fn cuda(endpoint: &Endpoint) -> Option<tenferro_transfer_harness::cuda::CudaEndpoint> {
+fn cuda(endpoint: &Endpoint) -> Option<tenferro_transfer_cuda::CudaEndpoint> {
     endpoint
-        .downcast::<tenferro_transfer_harness::cuda::CudaEndpoint>()
+        .downcast::<tenferro_transfer_cuda::CudaEndpoint>()
         .cloned()
 }
 
@@ -99,14 +100,12 @@ impl BuiltinProvider {
             )),
             "host" if host(source) && host(destination) => Arc::new(HostProvider::new()),
             #[cfg(feature = "cuda")]
-            "cuda-upload" if host(source) => {
-                Arc::new(tenferro_transfer_harness::cuda::CudaUpload::new(
-                    cuda(destination).ok_or_else(wrong)?,
-                ))
-            }
+            "cuda-upload" if host(source) => Arc::new(tenferro_transfer_cuda::CudaUpload::new(
+                cuda(destination).ok_or_else(wrong)?,
+            )),
             #[cfg(feature = "cuda")]
             "cuda-download" if host(destination) => Arc::new(
-                tenferro_transfer_harness::cuda::CudaDownload::new(cuda(source).ok_or_else(wrong)?),
+                tenferro_transfer_cuda::CudaDownload::new(cuda(source).ok_or_else(wrong)?),
             ),
             _ => return Err(wrong()),
         })
@@ -121,9 +120,7 @@ impl BuiltinProvider {
             return vec![NativeBroken {
                 name: "cuda-early-return",
                 expected: vec![Rule::Completion],
-                provider: Arc::new(tenferro_transfer_harness::cuda::CudaEarlyReturn::new(
-                    device,
-                )),
+                provider: Arc::new(tenferro_transfer_cuda::CudaEarlyReturn::new(device)),
             }];
         }
         // Only CUDA routes have broken providers of their own so far.

@@ -155,4 +155,5 @@ pub use shapes::{
 };
 pub use suite::{SuiteOptions, run_fixed_suite, run_fixed_suite_with_progress};
 pub use tenferro_mock_devices as mock_devices;
+pub use tenferro_transfer_cuda as cuda;
 pub use tenferro_transfer_harness as harness;

@@ -3,9 +3,8 @@
 //! `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` demands CUDA.
 
 use tenferro_tensor::DType;
-use tenferro_transfer_conformance::harness::{
-    Rule, announce_skip, cuda_required, cuda_unavailable_reason,
-};
+use tenferro_transfer_conformance::cuda::{cuda_required, cuda_unavailable_reason};
+use tenferro_transfer_conformance::harness::{Rule, announce_skip};
 use tenferro_transfer_conformance::{
     CUDA_PROVIDERS, SuiteOptions, Verdict, builtin_provider, run_fixed_suite, selftest,
 };

@@ -113,7 +113,7 @@ fn an_absent_device_is_skipped_not_passed() {
     let mut fuzzer = ProviderSuite::new("cuda-upload", Level::V1)
         .route("upload", Route::host_to_cuda, |_| Err("never built".into()))
         .fuzzer();
-    if tenferro_transfer_conformance::harness::cuda_unavailable_reason().is_none() {
+    if tenferro_transfer_conformance::cuda::cuda_unavailable_reason().is_none() {
         return; // a GPU is here
     }
     fuzzer.run(b"any bytes").unwrap();

@@ -76,16 +76,6 @@ pub enum HarnessError {
         /// Why it is not available.
         reason: String,
     },
-    /// A CUDA endpoint could not be set up.
-    #[cfg(feature = "cuda")]
-    #[error("{context}")]
-    Cuda {
-        /// What was being done.
-        context: String,
-        /// What failed.
-        #[source]
-        source: Box<crate::cuda::CudaError>,
-    },
     /// The runtime failed outside the provider: building the program, a
     /// snapshot, a run of the harness's own.
     #[error("{context}")]
@@ -188,16 +178,19 @@ impl HarnessError {
         matches!(self, Self::Unavailable { .. })
     }
 
-    pub(crate) fn config(context: impl Into<String>, source: RuntimeConfigError) -> Self {
+    /// tenferro refused a registration or a runtime's configuration while
+    /// an adapter (or the harness) set it up: [`HarnessError::Config`],
+    /// with tenferro's error as the source.
+    pub fn config(context: impl Into<String>, source: RuntimeConfigError) -> Self {
         Self::Config {
             context: context.into(),
             source: Box::new(source),
         }
     }
 
-    /// A runtime failure of the harness's own, keeping tenferro's error
-    /// as the source.
-    pub(crate) fn runtime(
+    /// A runtime failure of the harness's own (or an adapter's), keeping
+    /// tenferro's error as the source: [`HarnessError::Runtime`].
+    pub fn runtime(
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {

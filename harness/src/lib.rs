@@ -29,15 +29,12 @@ mod capabilities;
 mod case;
 mod compact;
 mod completion;
-#[cfg(feature = "cuda")]
-pub mod cuda;
 mod description;
 mod device_error;
 mod effects;
 mod element;
 mod endpoint;
 mod error;
-mod gate;
 pub mod hold;
 mod honesty;
 mod host;
@@ -51,6 +48,7 @@ mod rig;
 mod route;
 mod rule;
 pub mod settings;
+mod skip;
 mod special_values;
 mod spy;
 mod stage;
@@ -74,7 +72,6 @@ pub use effects::{ChangedOutput, HeldOutputs, InputReads};
 pub use element::{Element, PRESET_DTYPES, element_width};
 pub use endpoint::{Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, stage_via_host};
 pub use error::{AdapterContext, HarnessError, describe_error};
-pub use gate::{announce_skip, cuda_required, cuda_unavailable_reason, route_or_skip};
 pub use honesty::{
     CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
 };
@@ -85,13 +82,14 @@ pub use oracle::{INSIDE_CAPABILITIES, Oracle, abandoned_reason, not_reached_reas
 pub use outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
-pub use registration::{declared_ingress, reshape_only};
+pub use registration::{declared_ingress, reregister, reshape_only};
 pub use rig::{HOLD_RECENT, Rig};
 pub use route::{PlacementRule, Route, StorageRule};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use settings::{
     REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV, RequiredDevices, SettingDoc, Settings, SettingsError,
 };
+pub use skip::{announce_skip, route_or_skip};
 pub use spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
     source_chain,

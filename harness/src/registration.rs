@@ -179,8 +179,36 @@ impl DeviceDescription {
 /// `stock`'s identity (engine id, provider device, hardware and storage
 /// classes) with other `capabilities`, and an ingress declared by the
 /// placement and storage rules: how the harness confines an engine to some
-/// operations (none, for a source).
-pub(crate) fn reregister(
+/// operations (none, for a source). An adapter whose device's own
+/// registration must run fewer operations in a rig than in production
+/// calls it; most use [`DeviceDescription::registration_from`], which
+/// calls it for a source.
+///
+/// # Errors
+///
+/// tenferro's [`RuntimeConfigError`] when it refuses the registration.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_cpu::CpuEngine;
+/// use tenferro_runtime::{CoreCapabilityBundle, EngineId, ExecutionContextIdentity};
+/// use tenferro_transfer_harness::{PlacementRule, StorageRule, reregister};
+///
+/// let id = EngineId::new("my-vendor.cpu.v1").unwrap();
+/// let engine = CpuEngine::serial().with_runtime_engine_id(id.clone());
+/// let stock = tenferro_cpu::runtime_engine_registration_with_id(&engine, id).unwrap();
+/// let none = reregister(
+///     &stock,
+///     CoreCapabilityBundle::default(),
+///     ExecutionContextIdentity::of::<CpuEngine>(),
+///     PlacementRule::Host,
+///     StorageRule::PlainHost,
+/// )
+/// .unwrap();
+/// assert!(none.capabilities().layout().is_none());
+/// ```
+pub fn reregister(
     stock: &EngineRegistration,
     capabilities: CoreCapabilityBundle,
     context: ExecutionContextIdentity,

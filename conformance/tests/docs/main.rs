@@ -289,7 +289,7 @@ fn the_vendor_device_example_takes_only_the_suite_and_as_a_dev_dependency() {
 #[test]
 fn the_cuda_page_quotes_the_skip_reason_the_code_gives() {
     let page = include_str!("../../../docs/cuda.md");
-    let Some(reason) = tenferro_transfer_conformance::harness::cuda_unavailable_reason() else {
+    let Some(reason) = tenferro_transfer_conformance::cuda::cuda_unavailable_reason() else {
         return; // a usable GPU: nothing is skipped
     };
     assert!(
@@ -297,6 +297,7 @@ fn the_cuda_page_quotes_the_skip_reason_the_code_gives() {
         "docs/cuda.md does not quote the skip reason: {reason}"
     );
     // The routes skip with the same reason.
+    use tenferro_transfer_conformance::cuda::CudaRoutes;
     for route in [
         tenferro_transfer_conformance::harness::Route::host_to_cuda(),
         tenferro_transfer_conformance::harness::Route::cuda_to_host(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use example_cuda_vendor::{RuntimeSource, VendorDownload, VendorUpload};
 use tenferro_transfer_conformance::BoxError;
-use tenferro_transfer_conformance::harness::cuda::CudaEndpoint;
+use tenferro_transfer_conformance::cuda::CudaEndpoint;
 use tenferro_transfer_conformance::prelude::*;
 
 /// The runtime of the suite's CUDA device, asked at each call: the suite

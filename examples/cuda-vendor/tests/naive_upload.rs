@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use example_cuda_vendor::{NaiveUpload, RuntimeSource};
+use tenferro_transfer_conformance::cuda::CudaEndpoint;
 use tenferro_transfer_conformance::harness::announce_skip;
-use tenferro_transfer_conformance::harness::cuda::CudaEndpoint;
 use tenferro_transfer_conformance::prelude::*;
 
 fn suite() -> ProviderSuite {

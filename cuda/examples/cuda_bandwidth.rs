@@ -14,10 +14,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use tenferro_tensor::{Tensor, TensorRead};
-use tenferro_transfer_harness::cuda::{
+use tenferro_transfer_cuda::cuda_unavailable_reason;
+use tenferro_transfer_cuda::{
     CudaDownload, CudaEndpoint, CudaUpload, Direction, HostMemory, RawCopies,
 };
-use tenferro_transfer_harness::{announce_skip, cuda_unavailable_reason};
+use tenferro_transfer_harness::announce_skip;
 
 const KIB: usize = 1024;
 const SIZES: [usize; 10] = [

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::{DeviceDescription, EngineRole, with_element};
 use tenferro_gpu::cuda::{
     CudaDeviceId, CudaEngine, CudaRuntime, cuda_runtime_engine_registration, download_tensor,
     upload_tensor,
@@ -16,10 +15,11 @@ use tenferro_runtime::{
 use tenferro_tensor::{
     AllocationDomainId, DeviceId, DeviceKind, GpuBackendKind, StorageBuffer, Tensor, TensorRead,
 };
+use tenferro_transfer_harness::{DeviceDescription, EngineRole, with_element};
 
 use super::CudaError;
 use super::stream::{StreamState, query_stream, synchronize_context};
-use crate::{
+use tenferro_transfer_harness::{
     Case, CompletionState, DeviceEndpoint, HarnessError, Layout, PlacementRule, ReadBack,
     StorageRule, stage_via_host,
 };
@@ -45,6 +45,27 @@ struct Slot {
 ///
 /// Opened only after [`crate::cuda_unavailable_reason`] said a device is
 /// usable (tenferro-gpu panics without libcuda).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_transfer_cuda::{CudaEndpoint, CudaRoutes, CudaUpload};
+/// use tenferro_transfer_harness::{Case, HarnessError, Layout, Oracle, Rig, Route};
+/// use tenferro_tensor::DType;
+///
+/// match Route::host_to_cuda().and_then(|route| route.gate().map(|()| route)) {
+///     Ok(route) => {
+///         let device = route.destination().downcast::<CudaEndpoint>().unwrap().clone();
+///         let mut rig = Rig::new(route.clone(), Arc::new(CudaUpload::new(device))).unwrap();
+///         let case = Case::patterned(DType::F32, vec![3, 5], Layout::Owned).unwrap();
+///         assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
+///     }
+///     // No driver or no device: a skip with its reason, never a pass.
+///     Err(HarnessError::Unavailable { reason }) => println!("skipped: {reason}"),
+///     Err(error) => panic!("{error}"),
+/// }
+/// ```
 #[derive(Clone)]
 pub struct CudaEndpoint {
     name: String,
@@ -96,14 +117,12 @@ impl CudaEndpoint {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Cuda`] when tenferro-gpu cannot open the device, or
+    /// [`HarnessError::Adapter`] (its source a [`CudaError`]) when tenferro-gpu cannot open the device, or
     /// [`HarnessError::Config`] when its registration is refused.
     pub fn open(ordinal: u32) -> Result<Self, HarnessError> {
         let context = format!("opening CUDA device {ordinal}");
-        let (mut slot, engine) = open_slot(ordinal).map_err(|source| HarnessError::Cuda {
-            context: context.clone(),
-            source: Box::new(source),
-        })?;
+        let (mut slot, engine) =
+            open_slot(ordinal).map_err(|source| HarnessError::adapter(context.clone(), source))?;
         let stock = cuda_runtime_engine_registration(&engine)
             .map_err(|source| HarnessError::config(context.clone(), source))?;
         slot.engine = Some(engine);
@@ -172,11 +191,9 @@ impl CudaEndpoint {
         match slot.engine.take() {
             Some(engine) => Ok(engine),
             None => {
-                let (fresh, engine) =
-                    open_slot(self.ordinal).map_err(|source| HarnessError::Cuda {
-                        context: format!("reopening CUDA device {}", self.ordinal),
-                        source: Box::new(source),
-                    })?;
+                let (fresh, engine) = open_slot(self.ordinal).map_err(|source| {
+                    HarnessError::adapter(format!("reopening CUDA device {}", self.ordinal), source)
+                })?;
                 *slot = fresh;
                 Ok(engine)
             }
@@ -189,7 +206,7 @@ impl CudaEndpoint {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Cuda`] when a fresh engine cannot be opened,
+    /// [`HarnessError::Adapter`] (its source a [`CudaError`]) when a fresh engine cannot be opened,
     /// [`HarnessError::Config`] when tenferro refuses the registration.
     pub fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
         let context = format!("registration of `{}`", self.name);
@@ -203,7 +220,7 @@ impl CudaEndpoint {
         }
         let rule = StorageRule::domain(CUDA_FAMILY, engine.runtime().allocation_domain_id());
         drop(slot);
-        crate::registration::reregister(
+        tenferro_transfer_harness::reregister(
             &stock,
             CoreCapabilityBundle::default(),
             ExecutionContextIdentity::of::<CudaEngine>(),
@@ -217,7 +234,7 @@ impl CudaEndpoint {
     ///
     /// # Errors
     ///
-    /// [`HarnessError::Cuda`] when a fresh engine cannot be opened.
+    /// [`HarnessError::Adapter`] (its source a [`CudaError`]) when a fresh engine cannot be opened.
     pub fn take_engine(&self) -> Result<CudaEngine, HarnessError> {
         let mut slot = self.slot();
         self.waiting_engine(&mut slot)
@@ -322,7 +339,7 @@ impl CudaEndpoint {
             match host.as_typed::<T>().map(|typed| typed.buffer()) {
                 Some(StorageBuffer::Host(values)) => {
                     let mut bytes = Vec::new();
-                    <T as crate::Element>::extend_bytes(values, &mut bytes);
+                    <T as tenferro_transfer_harness::Element>::extend_bytes(values, &mut bytes);
                     Ok(bytes)
                 }
                 _ => Err("the download did not return host storage of its dtype".to_owned()),
@@ -367,9 +384,8 @@ impl DeviceEndpoint for CudaEndpoint {
         stage_via_host(
             case,
             |host| {
-                CudaEndpoint::stage(self, &host).map_err(|source| HarnessError::Cuda {
-                    context: format!("staging the input on {}", self.name),
-                    source: Box::new(source),
+                CudaEndpoint::stage(self, &host).map_err(|source| {
+                    HarnessError::adapter(format!("staging the input on {}", self.name), source)
                 })
             },
             use_input,

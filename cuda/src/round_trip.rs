@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use crate::{EngineRole, read_compact};
 use tenferro_cpu::CpuEngine;
 use tenferro_gpu::cuda::CudaEngine;
 use tenferro_runtime::{
@@ -12,10 +11,13 @@ use tenferro_runtime::{
     GraphCompiler, Runtime, TracedTensor, TransferProvider,
 };
 use tenferro_tensor::{DType, Tensor, TensorRead};
+use tenferro_transfer_harness::{EngineRole, read_compact};
 
 use super::{CudaDownload, CudaEndpoint, CudaUpload};
-use crate::registration::reregister;
-use crate::{Endpoint, HarnessError, PlacementRule, Spy, SpyRecord, StorageRule};
+use tenferro_transfer_harness::reregister;
+use tenferro_transfer_harness::{
+    Endpoint, HarnessError, PlacementRule, Spy, SpyRecord, StorageRule,
+};
 
 /// Which capabilities of a stock registration an engine keeps.
 #[derive(Clone, Copy)]

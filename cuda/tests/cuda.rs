@@ -6,15 +6,15 @@
 use std::sync::Arc;
 
 use tenferro_tensor::DType;
+use tenferro_transfer_cuda::{CudaDownload, CudaEarlyReturn, CudaRoutes, CudaUpload, round_trip};
 use tenferro_transfer_harness::PRESET_DTYPES;
-use tenferro_transfer_harness::cuda::{CudaDownload, CudaEarlyReturn, CudaUpload, round_trip};
 use tenferro_transfer_harness::{
     Case, CompletionState, Endpoint, Layout, Oracle, ProviderResult, Rig, Route, Rule, ViewAxis,
     ViewSpec, route_or_skip,
 };
 
-fn device(endpoint: &Endpoint) -> tenferro_transfer_harness::cuda::CudaEndpoint {
-    match endpoint.downcast::<tenferro_transfer_harness::cuda::CudaEndpoint>() {
+fn device(endpoint: &Endpoint) -> tenferro_transfer_cuda::CudaEndpoint {
+    match endpoint.downcast::<tenferro_transfer_cuda::CudaEndpoint>() {
         Some(device) => device.clone(),
         None => panic!("not a CUDA endpoint: {}", endpoint.name()),
     }

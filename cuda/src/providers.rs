@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use crate::{read_compact, with_element};
 use tenferro_gpu::cuda::{download_tensor, upload_tensor};
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{Tensor, TensorRead};
+use tenferro_transfer_harness::{read_compact, with_element};
 
 use super::stream::hold_stream;
 use super::{CUDA_FAMILY, CudaEndpoint, CudaError};
