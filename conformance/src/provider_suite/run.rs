@@ -8,10 +8,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use tenferro_mock_devices::PRESET_DTYPES;
+use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ValueSource};
 use tenferro_transfer_harness::{
     Case, HarnessError, INSIDE_CAPABILITIES, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
-    MAX_EXCEEDED_RANK, OutsideCase, RouteDeadline, Rule, Settings, SettingsError, Watchdog,
+    MAX_EXCEEDED_RANK, OutsideCase, Route, RouteDeadline, Rule, Settings, SettingsError, Watchdog,
     describe_error, panic_message,
 };
 
@@ -23,6 +24,29 @@ use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, run_case};
 use crate::sequences::StatePass;
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
+
+/// What a route's setup produced: everything its phases take.
+struct RouteSetup<'s> {
+    /// The route's declared name.
+    name: &'s str,
+    /// The built route's label (`host->sim0`).
+    label: String,
+    route: Route,
+    provider: Arc<dyn TransferProvider>,
+    /// The profile in force (the settings', else the declared one).
+    profile: Profile,
+    /// Shared by every phase: once the provider has hung, later cases do
+    /// not each wait a whole deadline.
+    deadline: RouteDeadline,
+    /// The rig of the fixed, state, held, replayed and outside cases.
+    rig: Watchdog,
+    /// The route's declared capabilities.
+    capabilities: &'s Capabilities,
+    /// The cases just outside them.
+    outside: Vec<OutsideCase>,
+    /// Why `capability-honesty` is not checked on a case inside them.
+    honesty_unchecked: String,
+}
 
 impl ProviderSuite {
     /// Run every declared route; with `replay`, only that recipe (or, for
@@ -100,103 +124,119 @@ impl ProviderSuite {
         Ok(Settings::current()?.profile.unwrap_or(self.profile))
     }
 
+    /// One route's run, phase by phase: set up (route, provider, rig,
+    /// capabilities), then either the replayed case alone, or the fixed
+    /// cases, the state rows, the held pass, the generated run, the
+    /// concurrent calls and the cases just outside the capabilities. A
+    /// setup that fails is the route's one record.
     fn run_route(
         &self,
         declared: &DeclaredRoute,
         replay: Option<Result<&str, SettingsError>>,
     ) -> Vec<CaseRecord> {
         let name = declared.name.as_str();
-        let setup = |label: String, message: String| vec![self.setup_record(name, label, message)];
         let replay = match replay {
-            Some(Err(error)) => return setup(String::new(), error.to_string()),
+            Some(Err(error)) => {
+                return vec![self.setup_record(name, String::new(), error.to_string())];
+            }
             Some(Ok(json)) => Some(json),
             None => None,
         };
+        let mut set_up = match self.set_up_route(declared) {
+            Ok(set_up) => set_up,
+            Err(record) => return vec![*record],
+        };
+        if let Some(json) = replay {
+            return vec![self.replayed_row(&mut set_up, json)];
+        }
+        let seed = match (GeneratedOptions {
+            seed: self.seed,
+            ..GeneratedOptions::new(set_up.profile)
+        })
+        .with_env_seed()
+        {
+            Ok(options) => options.seed.unwrap_or_else(drawn_seed),
+            Err(error) => {
+                return vec![self.setup_record(name, set_up.label, describe_error(&error))];
+            }
+        };
+        let mut rows = self.fixed_rows(&mut set_up);
+        let run = RouteRun {
+            name,
+            route: &set_up.route,
+            provider: &set_up.provider,
+            profile: set_up.profile,
+            seed,
+            honesty_unchecked: &set_up.honesty_unchecked,
+            capabilities: set_up.capabilities,
+            deadline: &set_up.deadline,
+        };
+        rows.push(self.generated_row(&run));
+        rows.extend(self.pressure_rows(&run));
+        rows.extend(self.outside_rows(&mut set_up));
+        rows
+    }
+
+    /// The route built and gated, its provider, the profile in force, the
+    /// rig and what the capabilities leave outside; or the route's one
+    /// record: a skip where a device is not here, else a failed setup.
+    fn set_up_route<'s>(
+        &'s self,
+        declared: &'s DeclaredRoute,
+    ) -> Result<RouteSetup<'s>, Box<CaseRecord>> {
+        let name = declared.name.as_str();
+        let setup =
+            |label: String, message: String| Box::new(self.setup_record(name, label, message));
         if !is_identifier(name) {
-            return setup(
+            return Err(setup(
                 String::new(),
                 format!(
                     "route name `{name}` is not a Rust identifier (the macro names tests after it)"
                 ),
-            );
+            ));
         }
-        let counts_memory = self.level.counts_memory();
-        let route = match guarded(|| {
-            (declared.route)().and_then(|route| {
-                route.gate()?;
-                Ok(route.counting_memory(counts_memory))
-            })
-        }) {
-            Ok(Ok(route)) => route,
-            // A device that is not here (no GPU, no driver, a vendor's
-            // device the adapter says is absent): every rule of the route
-            // is a skip with the reason, as in the CLI; where the user
-            // requires the device, the error is a failure instead.
-            Ok(Err(HarnessError::Unavailable { reason })) => {
-                return vec![CaseRecord::new(
-                    name,
-                    Origin::Route,
-                    self.head(name, String::new()),
-                    CaseOutcome::Skipped {
-                        reason: format!("the route cannot run here: {reason}"),
-                    },
-                )];
-            }
-            Ok(Err(error @ HarnessError::DeviceRequired { .. })) => {
-                return setup(String::new(), describe_error(&error));
-            }
-            Ok(Err(error)) => {
-                return setup(
-                    String::new(),
-                    format!("the route could not be built: {}", describe_error(&error)),
-                );
-            }
-            Err(panic) => {
-                return setup(
-                    String::new(),
-                    format!("building the route panicked: {panic}"),
-                );
-            }
-        };
+        let route = self.built_route(declared)?;
         let label = route.label();
         let provider = match guarded(|| (declared.provider)(&route)) {
             Ok(Ok(provider)) => provider,
             Ok(Err(error)) => {
-                return setup(
+                return Err(setup(
                     label,
                     format!(
                         "the provider could not be built: {}",
                         describe_error(&*error)
                     ),
-                );
+                ));
             }
-            Err(panic) => return setup(label, format!("building the provider panicked: {panic}")),
-        };
-        let profile = match self.profile_in_force() {
-            Ok(profile) => profile,
-            Err(error) => return setup(label, describe_error(&error)),
-        };
-        let deadline = RouteDeadline::new(self.deadline);
-        let mut rig = match Watchdog::new(route.clone(), Arc::clone(&provider), deadline.clone()) {
-            Ok(rig) => rig,
-            Err(error) => {
-                return setup(
+            Err(panic) => {
+                return Err(setup(
                     label,
-                    format!("the rig could not be built: {}", describe_error(&error)),
-                );
+                    format!("building the provider panicked: {panic}"),
+                ));
             }
         };
+        let profile = self
+            .profile_in_force()
+            .map_err(|error| setup(label.clone(), describe_error(&error)))?;
+        let deadline = RouteDeadline::new(self.deadline);
+        let rig = Watchdog::new(route.clone(), Arc::clone(&provider), deadline.clone()).map_err(
+            |error| {
+                setup(
+                    label.clone(),
+                    format!("the rig could not be built: {}", describe_error(&error)),
+                )
+            },
+        )?;
         let capabilities = declared.capabilities.as_ref().unwrap_or(&self.capabilities);
         if capabilities.dtypes.is_empty() {
-            return setup(
+            return Err(setup(
                 label,
                 "the declared capabilities name no dtype, so no case can be drawn; declare at least one with Capabilities::dtypes".to_owned(),
-            );
+            ));
         }
-        let outside = match capabilities.outside_cases() {
-            Ok(outside) => outside,
-            Err(error) => return setup(label, describe_error(&error)),
-        };
+        let outside = capabilities
+            .outside_cases()
+            .map_err(|error| setup(label.clone(), describe_error(&error)))?;
         let honesty_unchecked = if outside.is_empty() {
             format!(
                 "the declared capabilities cover every case the suite can draw (every preset dtype, every kind of view, a maximum rank of at least {MAX_EXCEEDED_RANK}, {MAX_EXCEEDED_ELEMENTS} elements and {MAX_EXCEEDED_BYTES} bytes), so there is nothing to refuse"
@@ -204,46 +244,96 @@ impl ProviderSuite {
         } else {
             INSIDE_CAPABILITIES.to_owned()
         };
-        if let Some(json) = replay {
-            let parsed = json.parse::<Recipe>().and_then(|recipe| {
-                let case = recipe.case()?;
-                let outside = OutsideCase::of(recipe.clone(), capabilities)?;
-                Ok((recipe, case, outside))
-            });
-            let row = match parsed {
-                Ok((recipe, case, outside)) => {
-                    let head = self.case_head(name, &label, &case);
-                    let (judged_as, honesty) = match &outside {
-                        Some(outside) => (JudgedAs::Outside(outside), None),
-                        None => (JudgedAs::Inside, Some(honesty_unchecked.as_str())),
-                    };
-                    let run = run_case(&mut rig, &route, &case, judged_as, None);
-                    self.case_record(&case, name, Origin::Replayed, head, run, honesty)
-                        .with_replay(&recipe)
-                }
-                Err(error) => self.setup_record(
-                    name,
-                    label.clone(),
-                    format!("the replayed recipe is not valid: {error}"),
-                ),
-            };
-            return vec![row];
-        }
-        let seed = match (GeneratedOptions {
-            seed: self.seed,
-            ..GeneratedOptions::new(profile)
+        Ok(RouteSetup {
+            name,
+            label,
+            route,
+            provider,
+            profile,
+            deadline,
+            rig,
+            capabilities,
+            outside,
+            honesty_unchecked,
         })
-        .with_env_seed()
-        {
-            Ok(options) => options.seed.unwrap_or_else(drawn_seed),
-            Err(error) => return setup(label, describe_error(&error)),
-        };
+    }
+
+    /// The declared route, built and gated, counting memory where the
+    /// level does; or its one record: a skip where a device is not here
+    /// (no GPU, no driver, a vendor's device the adapter says is absent),
+    /// as in the CLI, a failure where the user requires the device or the
+    /// route cannot be built.
+    fn built_route(&self, declared: &DeclaredRoute) -> Result<Route, Box<CaseRecord>> {
+        let name = declared.name.as_str();
+        let setup = |message: String| Box::new(self.setup_record(name, String::new(), message));
+        let counts_memory = self.level.counts_memory();
+        match guarded(|| {
+            (declared.route)().and_then(|route| {
+                route.gate()?;
+                Ok(route.counting_memory(counts_memory))
+            })
+        }) {
+            Ok(Ok(route)) => Ok(route),
+            Ok(Err(HarnessError::Unavailable { reason })) => Err(Box::new(CaseRecord::new(
+                name,
+                Origin::Route,
+                self.head(name, String::new()),
+                CaseOutcome::Skipped {
+                    reason: format!("the route cannot run here: {reason}"),
+                },
+            ))),
+            Ok(Err(error @ HarnessError::DeviceRequired { .. })) => {
+                Err(setup(describe_error(&error)))
+            }
+            Ok(Err(error)) => Err(setup(format!(
+                "the route could not be built: {}",
+                describe_error(&error)
+            ))),
+            Err(panic) => Err(setup(format!("building the route panicked: {panic}"))),
+        }
+    }
+
+    /// The replayed recipe's case alone, judged inside or outside the
+    /// capabilities as it falls.
+    fn replayed_row(&self, set_up: &mut RouteSetup<'_>, json: &str) -> CaseRecord {
+        let parsed = json.parse::<Recipe>().and_then(|recipe| {
+            let case = recipe.case()?;
+            let outside = OutsideCase::of(recipe.clone(), set_up.capabilities)?;
+            Ok((recipe, case, outside))
+        });
+        match parsed {
+            Ok((recipe, case, outside)) => {
+                let head = self.case_head(set_up.name, &set_up.label, &case);
+                let (judged_as, honesty) = match &outside {
+                    Some(outside) => (JudgedAs::Outside(outside), None),
+                    None => (JudgedAs::Inside, Some(set_up.honesty_unchecked.as_str())),
+                };
+                let run = run_case(&mut set_up.rig, &set_up.route, &case, judged_as, None);
+                self.case_record(&case, set_up.name, Origin::Replayed, head, run, honesty)
+                    .with_replay(&recipe)
+            }
+            Err(error) => self.setup_record(
+                set_up.name,
+                set_up.label.clone(),
+                format!("the replayed recipe is not valid: {error}"),
+            ),
+        }
+    }
+
+    /// The fixed cases inside the capabilities, each followed by its twin
+    /// (the state rows: what a provider kept from one call must not answer
+    /// the next), then, from level v2, the pass that holds their outputs
+    /// as the caller holds them (a later transfer must not write into
+    /// them).
+    fn fixed_rows(&self, set_up: &mut RouteSetup<'_>) -> Vec<CaseRecord> {
+        let (name, label) = (set_up.name, set_up.label.clone());
+        let honesty_unchecked = set_up.honesty_unchecked.clone();
         let mut rows = Vec::new();
         let mut held_recipes = Vec::new();
         let mut state = StatePass::default();
-        for recipe in fixed_recipes(capabilities, profile) {
+        for recipe in fixed_recipes(set_up.capabilities, set_up.profile) {
             let case = match recipe.case() {
-                Ok(case) if capabilities.admits(&case) => {
+                Ok(case) if set_up.capabilities.admits(&case) => {
                     held_recipes.push(recipe.clone());
                     case
                 }
@@ -261,7 +351,13 @@ impl ProviderSuite {
                 }
             };
             let head = self.case_head(name, &label, &case);
-            let run = run_case(&mut rig, &route, &case, JudgedAs::Inside, None);
+            let run = run_case(
+                &mut set_up.rig,
+                &set_up.route,
+                &case,
+                JudgedAs::Inside,
+                None,
+            );
             rows.push(
                 self.case_record(
                     &case,
@@ -273,14 +369,12 @@ impl ProviderSuite {
                 )
                 .with_replay(&recipe),
             );
-            state.after_fixed(&mut rig, &route, &recipe);
+            state.after_fixed(&mut set_up.rig, &set_up.route, &recipe);
         }
-        // Twins and inputs of mixed sizes in one run: what a provider
-        // kept from one call to the next must not answer the next.
-        let head = self.head(name, label.clone());
+        let head = self.head(name, label);
         rows.extend(
             state
-                .finish(&mut rig, &route, name, &head)
+                .finish(&mut set_up.rig, &set_up.route, name, &head)
                 .into_iter()
                 .map(|record| {
                     let mut record = self.in_level_record(record);
@@ -290,35 +384,27 @@ impl ProviderSuite {
                     record
                 }),
         );
-        // Outputs held as the caller holds them (level v2 on): a later
-        // transfer must not write into them.
         if self.level.includes(Rule::OutputStable) {
-            let head = self.head(name, label.clone());
             rows.extend(
-                held_pass(&mut rig, &route, &held_recipes, name, &head)
+                held_pass(&mut set_up.rig, &set_up.route, &held_recipes, name, &head)
                     .map(|record| self.in_level_record(record)),
             );
         }
-        let run = RouteRun {
-            name,
-            route: &route,
-            provider: &provider,
-            profile,
-            seed,
-            honesty_unchecked: &honesty_unchecked,
-            capabilities,
-            deadline: &deadline,
-        };
-        rows.push(self.generated_row(&run));
-        rows.extend(self.pressure_rows(&run));
-        for outside in &outside {
+        rows
+    }
+
+    /// The cases just outside each declared limit: each must be refused
+    /// with a typed `Err` (`capability-honesty`).
+    fn outside_rows(&self, set_up: &mut RouteSetup<'_>) -> Vec<CaseRecord> {
+        let mut rows = Vec::new();
+        for outside in &set_up.outside {
             let head = RowHead {
                 layout: format!("{} [outside: {}]", outside.case.layout_label(), outside.why),
-                ..self.case_head(name, &label, &outside.case)
+                ..self.case_head(set_up.name, &set_up.label, &outside.case)
             };
             let run = run_case(
-                &mut rig,
-                &route,
+                &mut set_up.rig,
+                &set_up.route,
                 &outside.case,
                 JudgedAs::Outside(outside),
                 None,
@@ -327,7 +413,7 @@ impl ProviderSuite {
                 why: outside.why.clone(),
             };
             rows.push(
-                self.case_record(&outside.case, name, origin, head, run, None)
+                self.case_record(&outside.case, set_up.name, origin, head, run, None)
                     .with_replay(&outside.recipe),
             );
         }
