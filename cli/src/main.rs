@@ -15,7 +15,7 @@ use progress::TerminalProgress;
 use tenferro_transfer_conformance::generated::{GeneratedOptions, replay, run_generated};
 use tenferro_transfer_conformance::harness::settings::SEED_ENV;
 use tenferro_transfer_conformance::harness::strategy::{Profile, Recipe};
-use tenferro_transfer_conformance::harness::{Rule, Settings, panic_message};
+use tenferro_transfer_conformance::harness::{HarnessError, Rule, Settings, panic_message};
 use tenferro_transfer_conformance::mock_devices::providers::Fault;
 use tenferro_transfer_conformance::record::CaseOutcome;
 use tenferro_transfer_conformance::{
@@ -315,27 +315,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match command {
-        Command::Run => {
-            let options = SuiteOptions {
-                inject: cli.inject.clone(),
-                deadline: cli.deadline(),
-                ..SuiteOptions::default()
-            };
-            let report = run_fixed_suite_with_progress(
-                &providers,
-                &options,
-                &mut TerminalProgress::stderr(),
-            );
-            let text = match cli.format {
-                Format::Table => {
-                    Ok(report.to_table_coloured(cli.color.unwrap_or(ColourChoice::Auto).enabled()))
-                }
-                format => report
-                    .render(format.report_format())
-                    .map_err(|error| error_chain(&error)),
-            };
-            finish(text, report.outcome().exit_code())
-        }
+        Command::Run => run_suite(&cli, &providers),
         Command::Rules => {
             let text = rules_text(cli.format);
             // `finish` ends the text with the newline it already has.
@@ -358,83 +338,136 @@ fn main() -> ExitCode {
                 deadline: cli.deadline().into(),
                 ..GeneratedOptions::new(profile)
             };
-            let mut reports = Vec::new();
-            // A provider the harness could not run fails the run, as a case
-            // it could not set up fails the suite run; the others still run.
-            let mut errors = 0;
-            for provider in &providers {
-                match run_generated(provider, &options) {
-                    Ok(report) => reports.push(report),
-                    Err(error) if error.is_skip() => {
-                        eprintln!("skip: {}: {error}", provider.name);
-                    }
-                    Err(error) => {
-                        eprintln!("error: {}: {error}", provider.name);
-                        errors += 1;
-                    }
-                }
-            }
-            let failed = errors > 0 || reports.iter().any(|report| report.failure.is_some());
-            let text = match cli.format {
-                Format::Json => {
-                    serde_json::to_string_pretty(&reports).map_err(|error| error.to_string())
-                }
-                _ => Ok(reports
-                    .iter()
-                    .map(|report| report.to_text())
-                    .collect::<String>()),
-            };
-            finish(text, judged_exit_code(failed, !reports.is_empty()))
+            run_generated_command(cli.format, &providers, &options)
         }
-        Command::Replay { recipe } => {
-            let recipe: Recipe = match recipe.parse() {
-                Ok(recipe) => recipe,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
-            };
-            let mut failed = false;
-            let mut judged = false;
-            let mut out = String::new();
-            for provider in &providers {
-                match replay(provider, &cli.inject, &recipe) {
-                    Ok(CaseOutcome::Skipped { reason }) => {
-                        out.push_str(&format!(
-                            "{}: skip: not run here: {reason}\n",
-                            provider.name
-                        ));
-                    }
-                    Ok(CaseOutcome::NotSetUp { message }) => {
-                        failed = true;
-                        out.push_str(&format!("{}: cannot replay: {message}\n", provider.name));
-                    }
-                    Ok(outcome) => {
-                        judged = true;
-                        failed |= outcome.failed();
-                        out.push_str(&format!(
-                            "{}: {}\n",
-                            provider.name,
-                            if outcome.failed() { "FAIL" } else { "pass" }
-                        ));
-                        for violation in outcome.violations() {
-                            out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
-                        }
-                    }
-                    Err(error) if error.is_skip() => {
-                        out.push_str(&format!("{}: skip: {error}\n", provider.name));
-                    }
-                    Err(error) => {
-                        failed = true;
-                        out.push_str(&format!(
-                            "{}: cannot replay: {}\n",
-                            provider.name,
-                            error_chain(&error)
-                        ));
-                    }
+        Command::Replay { recipe } => run_replay(&cli, &providers, &recipe),
+    }
+}
+
+/// The suite run: every provider of `providers` over the fixed cases,
+/// with progress on stderr, and the report in `cli`'s format.
+fn run_suite(cli: &Cli, providers: &[BuiltinProvider]) -> ExitCode {
+    let options = SuiteOptions {
+        inject: cli.inject.clone(),
+        deadline: cli.deadline(),
+        ..SuiteOptions::default()
+    };
+    let report =
+        run_fixed_suite_with_progress(providers, &options, &mut TerminalProgress::stderr());
+    let text = match cli.format {
+        Format::Table => {
+            Ok(report.to_table_coloured(cli.color.unwrap_or(ColourChoice::Auto).enabled()))
+        }
+        format => report
+            .render(format.report_format())
+            .map_err(|error| error_chain(&error)),
+    };
+    finish(text, report.outcome().exit_code())
+}
+
+/// `generated`: the generated cases of `options` on each provider of
+/// `providers`, the reports printed in `format`.
+fn run_generated_command(
+    format: Format,
+    providers: &[BuiltinProvider],
+    options: &GeneratedOptions,
+) -> ExitCode {
+    let mut reports = Vec::new();
+    // A provider the harness could not run fails the run, as a case
+    // it could not set up fails the suite run; the others still run.
+    let mut errors = 0;
+    for provider in providers {
+        match run_generated(provider, options) {
+            Ok(report) => reports.push(report),
+            Err(error) if error.is_skip() => {
+                eprintln!("skip: {}: {error}", provider.name);
+            }
+            Err(error) => {
+                eprintln!("error: {}: {error}", provider.name);
+                errors += 1;
+            }
+        }
+    }
+    let failed = errors > 0 || reports.iter().any(|report| report.failure.is_some());
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(&reports).map_err(|error| error.to_string()),
+        _ => Ok(reports
+            .iter()
+            .map(|report| report.to_text())
+            .collect::<String>()),
+    };
+    finish(text, judged_exit_code(failed, !reports.is_empty()))
+}
+
+/// `replay`: the case of `recipe` on each provider of `providers`, one
+/// verdict a provider.
+fn run_replay(cli: &Cli, providers: &[BuiltinProvider], recipe: &str) -> ExitCode {
+    let recipe: Recipe = match recipe.parse() {
+        Ok(recipe) => recipe,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut verdicts = ReplayVerdicts::default();
+    for provider in providers {
+        verdicts.add(provider, replay(provider, &cli.inject, &recipe));
+    }
+    finish(
+        Ok(verdicts.out),
+        judged_exit_code(verdicts.failed, verdicts.judged),
+    )
+}
+
+/// What a replay found so far, provider by provider.
+#[derive(Default)]
+struct ReplayVerdicts {
+    /// Whether a provider failed, or could not replay the case.
+    failed: bool,
+    /// Whether a provider's answer was judged.
+    judged: bool,
+    /// The lines printed.
+    out: String,
+}
+
+impl ReplayVerdicts {
+    /// Add the replay of `provider`, which gave `replayed`.
+    fn add(&mut self, provider: &BuiltinProvider, replayed: Result<CaseOutcome, HarnessError>) {
+        let out = &mut self.out;
+        match replayed {
+            Ok(CaseOutcome::Skipped { reason }) => {
+                out.push_str(&format!(
+                    "{}: skip: not run here: {reason}\n",
+                    provider.name
+                ));
+            }
+            Ok(CaseOutcome::NotSetUp { message }) => {
+                self.failed = true;
+                out.push_str(&format!("{}: cannot replay: {message}\n", provider.name));
+            }
+            Ok(outcome) => {
+                self.judged = true;
+                self.failed |= outcome.failed();
+                out.push_str(&format!(
+                    "{}: {}\n",
+                    provider.name,
+                    if outcome.failed() { "FAIL" } else { "pass" }
+                ));
+                for violation in outcome.violations() {
+                    out.push_str(&format!("  {}: {}\n", violation.rule, violation.message));
                 }
             }
-            finish(Ok(out), judged_exit_code(failed, judged))
+            Err(error) if error.is_skip() => {
+                out.push_str(&format!("{}: skip: {error}\n", provider.name));
+            }
+            Err(error) => {
+                self.failed = true;
+                out.push_str(&format!(
+                    "{}: cannot replay: {}\n",
+                    provider.name,
+                    error_chain(&error)
+                ));
+            }
         }
     }
 }

@@ -4,12 +4,13 @@
 use crate::coverage::Coverage;
 use crate::record::CaseOutcome;
 use crate::runner::{run_recipe, run_recipe_covered};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::test_runner::{
-    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+    Config, FileFailurePersistence, Reason, RngAlgorithm, TestCaseError, TestError, TestRng,
+    TestRunner,
 };
 use serde::Serialize;
 use tenferro_mock_devices::providers::Fault;
@@ -318,7 +319,34 @@ pub(crate) fn generate(
         options.deadline.clone(),
     )?);
     let seed = options.seed.unwrap_or_else(drawn_seed);
-    let config = Config {
+    let mut runner = TestRunner::new_with_rng(proptest_config(options), seed_rng(seed));
+    // Views only where the source can stage them (CUDA memory, say,
+    // cannot be carved into views by tenferro-gpu 0.9).
+    let capabilities = staged_views(capabilities, route);
+    let strategy = recipe(options.profile, &capabilities);
+    let drawn = Drawn::default();
+    let start = Instant::now();
+    let result = runner.run(&strategy, |recipe| drawn.judge(&rig, route, recipe));
+    let failure = match result {
+        Ok(()) => None,
+        Err(TestError::Fail(_, minimal)) => drawn.replayed(&rig, route, minimal),
+        Err(TestError::Abort(reason)) => aborted(&reason),
+    };
+    Ok(Generation {
+        seed,
+        cases: drawn.cases.get(),
+        elapsed: start.elapsed(),
+        failure,
+        summed: drawn.summed.take(),
+        coverage: drawn.coverage.take(),
+        skipped: drawn.skipped.take(),
+    })
+}
+
+/// Proptest's configuration for a generated run: the profile's number of
+/// cases, the regression file if any, and a bound on shrinking.
+fn proptest_config(options: &GeneratedOptions) -> Config {
+    Config {
         cases: options.profile.cases(),
         failure_persistence: options.regressions.as_deref().map(|path| {
             Box::new(FileFailurePersistence::Direct(static_path(path)))
@@ -326,86 +354,96 @@ pub(crate) fn generate(
         }),
         max_shrink_iters: 4096,
         ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(config, seed_rng(seed));
-    // Views only where the source can stage them (CUDA memory, say,
-    // cannot be carved into views by tenferro-gpu 0.9).
-    let capabilities = staged_views(capabilities, route);
-    let strategy = recipe(options.profile, &capabilities);
-    let cases = std::cell::Cell::new(0_u64);
-    let summed: RefCell<Option<CaseOutcome>> = RefCell::new(None);
-    let coverage: RefCell<Coverage> = RefCell::new(Coverage::default());
-    let skipped: RefCell<Option<String>> = RefCell::new(None);
-    // The first case that failed, and the latest (proptest's minimal case
-    // is the last one that failed while shrinking).
-    let first: RefCell<Option<FailedCase>> = RefCell::new(None);
-    let latest: RefCell<Option<FailedCase>> = RefCell::new(None);
-    let start = Instant::now();
-    let result = runner.run(&strategy, |recipe| {
-        cases.set(cases.get() + 1);
+    }
+}
+
+/// What a generated run keeps across the cases proptest draws: the count,
+/// the summed outcome, the coverage, the first skip's reason, and the first
+/// and latest failing cases (proptest's minimal case is the last one that
+/// failed while shrinking).
+#[derive(Default)]
+struct Drawn {
+    cases: Cell<u64>,
+    summed: RefCell<Option<CaseOutcome>>,
+    coverage: RefCell<Coverage>,
+    skipped: RefCell<Option<String>>,
+    first: RefCell<Option<FailedCase>>,
+    latest: RefCell<Option<FailedCase>>,
+}
+
+impl Drawn {
+    /// Judge one drawn `recipe` on `rig` and tally it; a failing case is
+    /// recorded with its violations before proptest is told it failed.
+    fn judge(
+        &self,
+        rig: &RefCell<Watchdog>,
+        route: &Route,
+        recipe: Recipe,
+    ) -> Result<(), TestCaseError> {
+        self.cases.set(self.cases.get() + 1);
         let (judged, covered) = outcome_of(&mut rig.borrow_mut(), route, &recipe);
-        coverage.borrow_mut().extend(covered);
+        self.coverage.borrow_mut().extend(covered);
         if let CaseOutcome::Skipped { reason } = &judged {
-            skipped.borrow_mut().get_or_insert_with(|| reason.clone());
+            self.skipped
+                .borrow_mut()
+                .get_or_insert_with(|| reason.clone());
         }
-        let mut sum = summed.borrow_mut();
+        let mut sum = self.summed.borrow_mut();
         *sum = CaseOutcome::summed(sum.iter().chain([&judged]));
         drop(sum);
         match FailedCase::new(recipe, judged) {
             None => Ok(()),
             Some(failed) => {
                 let message = failed.first_message();
-                first.borrow_mut().get_or_insert_with(|| failed.clone());
-                *latest.borrow_mut() = Some(failed);
+                self.first
+                    .borrow_mut()
+                    .get_or_insert_with(|| failed.clone());
+                *self.latest.borrow_mut() = Some(failed);
                 Err(TestCaseError::fail(message))
             }
         }
-    });
-    let failure = match result {
-        Ok(()) => None,
-        Err(TestError::Fail(_, minimal)) => {
-            let (replayed, _) = outcome_of(&mut rig.borrow_mut(), route, &minimal);
-            let original = first.take();
-            let shrunk = latest.take().filter(|failed| failed.recipe == minimal);
-            match (FailedCase::new(minimal.clone(), replayed), original) {
-                (Some(reproduced), _) => Some(Found::Reproduced(reproduced)),
-                (None, Some(original)) => Some(Found::Nondeterministic {
-                    minimal: Box::new(shrunk.unwrap_or_else(|| original.clone())),
-                    original,
-                }),
-                // Proptest reported a failure the closure never saw (only
-                // a persisted regression could): keep it as a failure.
-                (None, None) => FailedCase::new(
-                    minimal,
-                    CaseOutcome::NotSetUp {
-                        message: "proptest reported a failing case that passed when judged".into(),
-                    },
-                )
-                .map(Found::Reproduced),
-            }
+    }
+
+    /// The failure proptest shrank to `minimal`, replayed on `rig`: it
+    /// reproduced, or it did not and the first failing case stands.
+    fn replayed(&self, rig: &RefCell<Watchdog>, route: &Route, minimal: Recipe) -> Option<Found> {
+        let (replayed, _) = outcome_of(&mut rig.borrow_mut(), route, &minimal);
+        let original = self.first.take();
+        let shrunk = self.latest.take().filter(|failed| failed.recipe == minimal);
+        match (FailedCase::new(minimal.clone(), replayed), original) {
+            (Some(reproduced), _) => Some(Found::Reproduced(reproduced)),
+            (None, Some(original)) => Some(Found::Nondeterministic {
+                minimal: Box::new(shrunk.unwrap_or_else(|| original.clone())),
+                original,
+            }),
+            // Proptest reported a failure the closure never saw (only
+            // a persisted regression could): keep it as a failure.
+            (None, None) => FailedCase::new(
+                minimal,
+                CaseOutcome::NotSetUp {
+                    message: "proptest reported a failing case that passed when judged".into(),
+                },
+            )
+            .map(Found::Reproduced),
         }
-        Err(TestError::Abort(reason)) => FailedCase::new(
-            Recipe::fixed(
-                tenferro_tensor::DType::F32,
-                vec![],
-                tenferro_transfer_harness::Layout::Owned,
-                tenferro_transfer_harness::strategy::ValueSource::Seeded,
-            ),
-            CaseOutcome::NotSetUp {
-                message: format!("proptest aborted: {reason}"),
-            },
-        )
-        .map(Found::Reproduced),
-    };
-    Ok(Generation {
-        seed,
-        cases: cases.get(),
-        elapsed: start.elapsed(),
-        failure,
-        summed: summed.take(),
-        coverage: coverage.take(),
-        skipped: skipped.take(),
-    })
+    }
+}
+
+/// A run proptest aborted, as a failure of an empty F32 case that was not
+/// set up.
+fn aborted(reason: &Reason) -> Option<Found> {
+    FailedCase::new(
+        Recipe::fixed(
+            tenferro_tensor::DType::F32,
+            vec![],
+            tenferro_transfer_harness::Layout::Owned,
+            tenferro_transfer_harness::strategy::ValueSource::Seeded,
+        ),
+        CaseOutcome::NotSetUp {
+            message: format!("proptest aborted: {reason}"),
+        },
+    )
+    .map(Found::Reproduced)
 }
 
 /// `capabilities` without views where the route's source cannot stage

@@ -18,6 +18,7 @@ use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{CaseResult, Report, RowHead};
 use crate::runner::{JudgedAs, run_case};
 use crate::sequences::StatePass;
+use crate::shapes::FixedShape;
 use crate::{BuiltinProvider, fixed_shapes};
 
 /// What the fixed suite runs.
@@ -112,6 +113,40 @@ pub fn run_fixed_suite_with_progress(
         .collect::<Vec<_>>()
         .join("+");
     for provider in providers {
+        let mut run = ProviderRun::set_up(provider, options, &injected);
+        for &dtype in &options.dtypes {
+            for shape in &shapes {
+                let record = run.fixed_record(dtype, shape);
+                progress.case_done(&CaseResult::from(&record));
+                records.push(record);
+            }
+        }
+        records.extend(run.held_records(options, &shapes));
+    }
+    progress.finish();
+    Report::from_records(records)
+}
+
+/// One built-in provider's run of the fixed suite: its name in the report,
+/// its route, and the rig its cases run on (or why there is none).
+struct ProviderRun {
+    /// The provider's name in the report, with the injected faults if any.
+    name: String,
+    /// The route's label in the report.
+    route_label: String,
+    /// The route and its rig, or the outcome every case of the route gets.
+    rig: Result<(Route, Watchdog), CaseOutcome>,
+    /// What the fixed cases left behind, for the sequences against state.
+    state: StatePass,
+}
+
+impl ProviderRun {
+    /// Gate the provider's route and build its rig.
+    ///
+    /// The route is gated (`BuiltinProvider::route`): an absent device
+    /// skips (or, where the settings require it, fails) every case of the
+    /// route, before anything is built on it.
+    fn set_up(provider: &BuiltinProvider, options: &SuiteOptions, injected: &str) -> Self {
         let name = if injected.is_empty() {
             provider.name.to_owned()
         } else {
@@ -121,103 +156,115 @@ pub fn run_fixed_suite_with_progress(
         let route_label = route
             .as_ref()
             .map_or_else(|_| provider.route_label.to_owned(), Route::label);
-        // The route is gated (`BuiltinProvider::route`): an absent device
-        // skips (or, where the settings require it, fails) every case of
-        // the route, before anything is built on it.
         let rig = route.and_then(|route| {
             let inner = provider_for(provider, &route, &options.inject)?;
             let rig = Watchdog::new(route.clone(), inner, options.deadline)?;
             Ok((route, rig))
         });
-        let mut state = StatePass::default();
-        let mut rig = rig.map_err(|error| match error {
+        let rig = rig.map_err(|error| match error {
             HarnessError::Unavailable { reason } => CaseOutcome::Skipped { reason },
             error => CaseOutcome::NotSetUp {
                 message: describe_error(&error),
             },
         });
-        for &dtype in &options.dtypes {
-            for shape in &shapes {
-                let head = RowHead {
-                    provider: name.clone(),
-                    route: route_label.clone(),
-                    dtype: format!("{dtype:?}"),
-                    shape: shape.shape.clone(),
-                    layout: shape.layout.label(),
-                };
-                let case = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone());
-                let record = match (&mut rig, case) {
-                    (Ok((route, rig)), Ok(case)) => {
-                        let head = RowHead {
-                            layout: case.layout_label(),
-                            ..head
-                        };
-                        let mut record = run_case(rig, route, &case, JudgedAs::Inside, None)
-                            .into_record(&case, &name, Origin::Fixed, head);
-                        record
-                            .outcome
-                            .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
-                        let recipe = Recipe::fixed(
-                            dtype,
-                            shape.shape.clone(),
-                            shape.layout.clone(),
-                            ValueSource::Patterned,
-                        );
-                        state.after_fixed(rig, route, &recipe);
-                        record
-                    }
-                    (Err(outcome), _) => {
-                        CaseRecord::new(&name, Origin::Fixed, head, outcome.clone())
-                    }
-                    (_, Err(error)) => CaseRecord::new(
-                        &name,
-                        Origin::Fixed,
-                        head,
-                        CaseOutcome::NotSetUp {
-                            message: describe_error(&error),
-                        },
-                    ),
-                };
-                progress.case_done(&CaseResult::from(&record));
-                records.push(record);
-            }
+        Self {
+            name,
+            route_label,
+            rig,
+            state: StatePass::default(),
         }
-        // The same shapes again, their outputs held as a caller holds them
-        // (output-stable), and the devices' memory over that pass.
-        if let Ok((route, rig)) = &mut rig {
-            let recipes: Vec<Recipe> = options
-                .dtypes
-                .iter()
-                .flat_map(|&dtype| {
-                    shapes.iter().map(move |shape| {
-                        Recipe::fixed(
-                            dtype,
-                            shape.shape.clone(),
-                            shape.layout.clone(),
-                            ValueSource::Patterned,
-                        )
-                    })
-                })
-                .collect();
-            let head = RowHead {
-                provider: name.clone(),
-                route: route_label.clone(),
-                dtype: "*".to_owned(),
-                shape: Vec::new(),
-                layout: String::new(),
-            };
-            let state = std::mem::take(&mut state).finish(rig, route, &name, &head);
-            for mut record in state
-                .into_iter()
-                .chain(held_pass(rig, route, &recipes, &name, &head))
-            {
+    }
+
+    /// The row head of a case of this provider.
+    fn head(&self, dtype: String, shape: Vec<usize>, layout: String) -> RowHead {
+        RowHead {
+            provider: self.name.clone(),
+            route: self.route_label.clone(),
+            dtype,
+            shape,
+            layout,
+        }
+    }
+
+    /// Run the patterned case of `dtype` and `shape`, and record it.
+    fn fixed_record(&mut self, dtype: DType, shape: &FixedShape) -> CaseRecord {
+        let head = self.head(
+            format!("{dtype:?}"),
+            shape.shape.clone(),
+            shape.layout.label(),
+        );
+        let case = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone());
+        match (&mut self.rig, case) {
+            (Ok((route, rig)), Ok(case)) => {
+                let head = RowHead {
+                    layout: case.layout_label(),
+                    ..head
+                };
+                let mut record = run_case(rig, route, &case, JudgedAs::Inside, None).into_record(
+                    &case,
+                    &self.name,
+                    Origin::Fixed,
+                    head,
+                );
                 record
                     .outcome
                     .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
-                records.push(record);
+                let recipe = fixed_recipe(dtype, shape);
+                self.state.after_fixed(rig, route, &recipe);
+                record
             }
+            (Err(outcome), _) => CaseRecord::new(&self.name, Origin::Fixed, head, outcome.clone()),
+            (_, Err(error)) => CaseRecord::new(
+                &self.name,
+                Origin::Fixed,
+                head,
+                CaseOutcome::NotSetUp {
+                    message: describe_error(&error),
+                },
+            ),
         }
     }
-    progress.finish();
-    Report::from_records(records)
+
+    /// The sequences against state, then the same shapes again with their
+    /// outputs held as a caller holds them (output-stable), and the
+    /// devices' memory over that pass. Nothing where the route has no rig.
+    fn held_records(&mut self, options: &SuiteOptions, shapes: &[FixedShape]) -> Vec<CaseRecord> {
+        let Ok((route, rig)) = &mut self.rig else {
+            return Vec::new();
+        };
+        let recipes: Vec<Recipe> = options
+            .dtypes
+            .iter()
+            .flat_map(|&dtype| shapes.iter().map(move |shape| fixed_recipe(dtype, shape)))
+            .collect();
+        let head = RowHead {
+            provider: self.name.clone(),
+            route: self.route_label.clone(),
+            dtype: "*".to_owned(),
+            shape: Vec::new(),
+            layout: String::new(),
+        };
+        let state = std::mem::take(&mut self.state).finish(rig, route, &self.name, &head);
+        let mut records = Vec::new();
+        for mut record in state
+            .into_iter()
+            .chain(held_pass(rig, route, &recipes, &self.name, &head))
+        {
+            record
+                .outcome
+                .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
+            records.push(record);
+        }
+        records
+    }
+}
+
+/// The recipe of the fixed, patterned case of `dtype` and `shape`.
+fn fixed_recipe(dtype: DType, shape: &FixedShape) -> Recipe {
+    Recipe::fixed(
+        dtype,
+        shape.shape.clone(),
+        shape.layout.clone(),
+        ValueSource::Patterned,
+    )
 }

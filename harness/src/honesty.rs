@@ -103,13 +103,18 @@ impl Capabilities {
     /// ]);
     /// ```
     pub fn outside_cases(&self) -> Result<Vec<OutsideCase>, HarnessError> {
-        let patterned = |dtype: DType, shape: Vec<usize>, layout: Layout| {
-            Recipe::fixed(dtype, shape, layout, ValueSource::Patterned)
-        };
         let mut by_width: Vec<DType> = self.dtypes.clone();
         by_width.sort_by_key(|dtype| element_width(*dtype).unwrap_or(usize::MAX));
         // (what the case must exceed alone, the candidates in order)
-        let mut wanted: Vec<(Exceeded, Vec<Recipe>)> = Vec::new();
+        let mut wanted: Vec<(Exceeded, Vec<Recipe>)> = self.undeclared_dtypes();
+        wanted.extend(self.undeclared_views(&by_width));
+        wanted.extend(self.oversized(&by_width));
+        self.first_sole_cases(wanted)
+    }
+
+    /// Each undeclared preset dtype, with the owned shapes that may show it.
+    fn undeclared_dtypes(&self) -> Vec<(Exceeded, Vec<Recipe>)> {
+        let mut wanted = Vec::new();
         for dtype in PRESET_DTYPES {
             if !self.dtypes.contains(&dtype) {
                 let shapes = [vec![3, 2], vec![1], vec![]];
@@ -122,6 +127,12 @@ impl Capabilities {
                 ));
             }
         }
+        wanted
+    }
+
+    /// A strided view when views are not declared, else a view of each
+    /// undeclared [`ViewKind`], in each declared dtype from the narrowest.
+    fn undeclared_views(&self, by_width: &[DType]) -> Vec<(Exceeded, Vec<Recipe>)> {
         let views: Vec<(Exceeded, Layout)> = if self.views.is_empty() {
             vec![(Exceeded::Views, reversed_every_other())]
         } else {
@@ -131,6 +142,7 @@ impl Capabilities {
                 .map(|kind| (Exceeded::ViewKind(kind), view_of_kind(kind)))
                 .collect()
         };
+        let mut wanted = Vec::new();
         for (exceeded, layout) in views {
             let shape = match &layout {
                 Layout::View(spec) => spec.shape(),
@@ -144,6 +156,13 @@ impl Capabilities {
                     .collect(),
             ));
         }
+        wanted
+    }
+
+    /// One rank, one element and one byte more than declared, each up to
+    /// the suite's largest exceeded maximum.
+    fn oversized(&self, by_width: &[DType]) -> Vec<(Exceeded, Vec<Recipe>)> {
+        let mut wanted = Vec::new();
         if self.max_rank < MAX_EXCEEDED_RANK {
             let rank = self.max_rank + 1;
             wanted.push((
@@ -185,6 +204,15 @@ impl Capabilities {
                 ));
             }
         }
+        wanted
+    }
+
+    /// For each wanted limit, the first candidate that falls outside these
+    /// capabilities by that limit alone (one byte limit in all).
+    fn first_sole_cases(
+        &self,
+        wanted: Vec<(Exceeded, Vec<Recipe>)>,
+    ) -> Result<Vec<OutsideCase>, HarnessError> {
         let mut cases: Vec<OutsideCase> = Vec::new();
         let mut bytes_found = false;
         for (exceeded, candidates) in wanted {
@@ -212,6 +240,11 @@ impl Capabilities {
         }
         Ok(cases)
     }
+}
+
+/// A recipe of patterned values of `dtype`, `shape` and `layout`.
+fn patterned(dtype: DType, shape: Vec<usize>, layout: Layout) -> Recipe {
+    Recipe::fixed(dtype, shape, layout, ValueSource::Patterned)
 }
 
 /// Whether `a` and `b` are the same declared limit (the counts of a byte

@@ -252,6 +252,29 @@ fn flag(name: &'static str, value: &str) -> Result<bool, SettingsError> {
     }
 }
 
+/// The non-empty items of a comma-separated `value`, trimmed.
+fn comma_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The error for `name`, of the suite's prefix, that names no setting.
+fn unknown_variable(name: &str) -> SettingsError {
+    SettingsError::UnknownVariable {
+        name: name.to_owned(),
+        known: SETTINGS
+            .iter()
+            .filter(|setting| setting.name.starts_with(PREFIX))
+            .map(|setting| setting.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 impl Settings {
     /// The settings of this process's environment, read once.
     ///
@@ -285,84 +308,81 @@ impl Settings {
         for (name, value) in vars {
             let (name, value) = (name.as_ref(), value.as_ref());
             match name {
-                PROFILE_ENV => {
-                    settings.profile = Some(Profile::from_str(value.trim()).map_err(|_| {
-                        SettingsError::BadValue {
-                            name: PROFILE_ENV,
-                            value: value.to_owned(),
-                            expected: "`quick`, `default` or `deep`",
-                        }
-                    })?);
-                }
-                SEED_ENV => {
-                    settings.seed =
-                        Some(value.trim().parse().map_err(|_| SettingsError::BadValue {
-                            name: SEED_ENV,
-                            value: value.to_owned(),
-                            expected: "an unsigned integer",
-                        })?);
-                }
-                REPLAY_ENV => settings.replay = Some(value.to_owned()),
-                PROVIDER_ENV => settings.provider = Some(value.trim().to_owned()),
-                INJECT_ENV => {
-                    settings.inject = value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|fault| !fault.is_empty())
-                        .map(str::to_owned)
-                        .collect();
-                }
-                NO_SKIP_ENV => settings.no_skip = flag(NO_SKIP_ENV, value)?,
-                REPORT_FILE_ENV => {
-                    if !value.is_empty() {
-                        settings.report_file = Some(PathBuf::from(value));
-                    }
-                }
-                REQUIRE_DEVICES_ENV => {
-                    let kinds: Vec<String> = value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|kind| !kind.is_empty())
-                        .map(str::to_owned)
-                        .collect();
-                    if kinds.iter().any(|kind| kind == "all") {
-                        settings.require_devices = RequiredDevices::All;
-                    } else if !kinds.is_empty() {
-                        settings.require_devices = RequiredDevices::Kinds(kinds);
-                    }
-                    if settings.require_devices != RequiredDevices::None {
-                        settings.require_setting = Some(format!("{REQUIRE_DEVICES_ENV}={value}"));
-                    }
-                }
                 REQUIRE_CUDA_ENV => require_cuda = flag(REQUIRE_CUDA_ENV, value)?,
-                NEXTEST_RUN_ID_ENV => settings.nextest_run_id = Some(value.to_owned()),
-                other if other.starts_with(PREFIX) => {
-                    return Err(SettingsError::UnknownVariable {
-                        name: other.to_owned(),
-                        known: SETTINGS
-                            .iter()
-                            .filter(|setting| setting.name.starts_with(PREFIX))
-                            .map(|setting| setting.name)
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    });
-                }
-                _ => {}
+                other => settings.read(other, value)?,
             }
         }
         if require_cuda && !settings.require_devices.requires("cuda") {
-            settings.require_devices = match settings.require_devices {
-                RequiredDevices::Kinds(mut kinds) => {
-                    kinds.push("cuda".to_owned());
-                    RequiredDevices::Kinds(kinds)
-                }
-                _ => RequiredDevices::Kinds(vec!["cuda".to_owned()]),
-            };
-            if settings.require_setting.is_none() {
-                settings.require_setting = Some(format!("{REQUIRE_CUDA_ENV}=1"));
-            }
+            settings.require_cuda();
         }
         Ok(settings)
+    }
+
+    /// Read the variable `name`, set to `value`, into these settings
+    /// (all but [`REQUIRE_CUDA_ENV`], which is read last); a variable
+    /// outside the suite's is ignored.
+    fn read(&mut self, name: &str, value: &str) -> Result<(), SettingsError> {
+        match name {
+            PROFILE_ENV => {
+                self.profile =
+                    Some(
+                        Profile::from_str(value.trim()).map_err(|_| SettingsError::BadValue {
+                            name: PROFILE_ENV,
+                            value: value.to_owned(),
+                            expected: "`quick`, `default` or `deep`",
+                        })?,
+                    );
+            }
+            SEED_ENV => {
+                self.seed = Some(value.trim().parse().map_err(|_| SettingsError::BadValue {
+                    name: SEED_ENV,
+                    value: value.to_owned(),
+                    expected: "an unsigned integer",
+                })?);
+            }
+            REPLAY_ENV => self.replay = Some(value.to_owned()),
+            PROVIDER_ENV => self.provider = Some(value.trim().to_owned()),
+            INJECT_ENV => self.inject = comma_list(value),
+            NO_SKIP_ENV => self.no_skip = flag(NO_SKIP_ENV, value)?,
+            REPORT_FILE_ENV => {
+                if !value.is_empty() {
+                    self.report_file = Some(PathBuf::from(value));
+                }
+            }
+            REQUIRE_DEVICES_ENV => self.read_require_devices(value),
+            NEXTEST_RUN_ID_ENV => self.nextest_run_id = Some(value.to_owned()),
+            other if other.starts_with(PREFIX) => return Err(unknown_variable(other)),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Read [`REQUIRE_DEVICES_ENV`], set to `value`.
+    fn read_require_devices(&mut self, value: &str) {
+        let kinds = comma_list(value);
+        if kinds.iter().any(|kind| kind == "all") {
+            self.require_devices = RequiredDevices::All;
+        } else if !kinds.is_empty() {
+            self.require_devices = RequiredDevices::Kinds(kinds);
+        }
+        if self.require_devices != RequiredDevices::None {
+            self.require_setting = Some(format!("{REQUIRE_DEVICES_ENV}={value}"));
+        }
+    }
+
+    /// Add CUDA to the required devices, as [`REQUIRE_CUDA_ENV`] asks,
+    /// naming that setting when no other required devices.
+    fn require_cuda(&mut self) {
+        self.require_devices = match std::mem::take(&mut self.require_devices) {
+            RequiredDevices::Kinds(mut kinds) => {
+                kinds.push("cuda".to_owned());
+                RequiredDevices::Kinds(kinds)
+            }
+            _ => RequiredDevices::Kinds(vec!["cuda".to_owned()]),
+        };
+        if self.require_setting.is_none() {
+            self.require_setting = Some(format!("{REQUIRE_CUDA_ENV}=1"));
+        }
     }
 
     /// The setting (as written) that requires a device of `kind`, when one

@@ -24,16 +24,17 @@
 //! ```
 
 mod host;
+mod rigs;
 
 pub use host::HostFuzzer;
+use rigs::RigPool;
 
 use crate::runner::{CaseHook, CaseRun, JudgedAs, merged, run_cases};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
-use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_mock_devices::providers::Fault;
 use tenferro_mock_devices::{FaultPlan, TraceEvent};
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::Recipe;
@@ -53,14 +54,6 @@ pub const INJECTED_PANIC_PREFIX: &str = "injected panic";
 
 /// The most faults one decoded input injects at once.
 pub const MAX_FAULTS: usize = 2;
-
-/// Cases a cached rig runs before it is rebuilt: bounds what a rig keeps
-/// (prepared programs per signature, a leaky provider's allocations), so a
-/// fuzzing run of hours stays within libFuzzer's memory limit.
-const RIG_LIFETIME: usize = 256;
-
-/// Rigs kept at once; beyond this the cache starts afresh.
-const RIG_CAPACITY: usize = 32;
 
 /// What a fuzz target found wrong: each is a crash.
 #[derive(Debug, thiserror::Error)]
@@ -186,62 +179,6 @@ impl<'a> Arbitrary<'a> for ContractInput {
     }
 }
 
-/// Which watchdog an input needs: its provider's index, its faults, and
-/// its deadline (`None`: run on the calling thread).
-type RigKey = (usize, Vec<Fault>, Option<Duration>);
-
-/// Watchdogs kept between inputs, by provider, faults and deadline, each
-/// with the number of inputs it ran.
-#[derive(Default)]
-struct RigPool {
-    rigs: HashMap<RigKey, (Watchdog, usize)>,
-}
-
-impl RigPool {
-    /// The watchdog for `provider` with `faults`, built when absent or worn
-    /// out: under `deadline` on a worker thread, or with `None` on this
-    /// thread ([`Watchdog::inline`]), for inputs that cannot hang (libFuzzer's
-    /// `-timeout` bounds those, and the hand-off to a worker was a fifth of
-    /// an input's time).
-    fn get(
-        &mut self,
-        provider: usize,
-        faults: &[Fault],
-        deadline: Option<Duration>,
-        make: impl FnOnce() -> Result<(Route, Arc<dyn TransferProvider>), HarnessError>,
-    ) -> Result<&mut Watchdog, HarnessError> {
-        let key = (provider, faults.to_vec(), deadline);
-        let worn = self
-            .rigs
-            .get(&key)
-            .is_none_or(|(_, used)| *used >= RIG_LIFETIME);
-        if worn {
-            if self.rigs.len() >= RIG_CAPACITY {
-                self.rigs.clear();
-            }
-            let (route, inner) = make()?;
-            let provider: Arc<dyn TransferProvider> = if faults.is_empty() {
-                inner
-            } else {
-                Arc::new(Broken::new(inner, faults.to_vec()))
-            };
-            let watchdog = match deadline {
-                Some(deadline) => Watchdog::new(route, provider, deadline)?,
-                None => Watchdog::inline(route, provider)?,
-            };
-            self.rigs.insert(key.clone(), (watchdog, 0));
-        }
-        let (watchdog, used) =
-            self.rigs
-                .get_mut(&key)
-                .ok_or_else(|| HarnessError::InvalidRoute {
-                    reason: "the rig just built is missing from the pool".to_owned(),
-                })?;
-        *used += 1;
-        Ok(watchdog)
-    }
-}
-
 /// The `transfer_contract` fuzz target: a decoded case, route and provider
 /// behaviour through the rig and the oracle, held to the self-test's
 /// declarations.
@@ -299,32 +236,11 @@ impl ContractFuzzer {
     ///
     /// As [`ContractFuzzer::run`].
     pub fn check(&mut self, input: &ContractInput) -> Result<Checked, FuzzFailure> {
-        let mut cases = input
-            .recipe
-            .cases()
-            .map_err(|source| FuzzFailure::InvalidRecipe {
-                recipe: input.recipe.to_json(),
-                source,
-            })?;
+        let mut cases = decoded_cases(input)?;
         let index = input.provider % BUILTIN_PROVIDERS.len();
         let builtin = BUILTIN_PROVIDERS[index];
-        let spec = self
-            .catalogue
-            .iter()
-            // One case at a time on the built-in routes: only what is
-            // exercised plainly is declared for such a case (a provider that
-            // needs its outputs held, or devices that only count, shows on
-            // the self-test's own runs).
-            .find(|spec| {
-                spec.faults == input.faults
-                    && spec.exercised == Exercised::Plainly
-                    && spec.devices == Devices::AsBuilt
-            });
-        let plan = if input.faults.is_empty() {
-            input.plan.clone()
-        } else {
-            FaultPlan::new()
-        };
+        let spec = declared_plainly(&self.catalogue, &input.faults);
+        let plan = effective_plan(input);
         let hangs = input.faults.contains(&Fault::Hang) || plan.stalls();
         // A run of several inputs under a hang or a device's fault plan
         // would meet the plan's counters and the hang across inputs, which
@@ -336,15 +252,7 @@ impl ContractFuzzer {
         let case = cases[0].clone();
         // Only an input that may hang needs a worker and its deadline.
         let deadline = hangs.then_some(HANG_DEADLINE);
-        let watchdog = self
-            .pool
-            .get(index, &input.faults, deadline, || {
-                route_and_provider(builtin)
-            })
-            .map_err(|source| FuzzFailure::Harness {
-                context: format!("{} {}", builtin.name, input.recipe.to_json()),
-                source,
-            })?;
+        let watchdog = pooled_rig(&mut self.pool, builtin, index, input, deadline)?;
         let route = watchdog.route().clone();
         let context = format!(
             "{} [{}] under `{plan}`: {}",
@@ -383,34 +291,140 @@ impl ContractFuzzer {
             }
         };
         agrees_with_runtime(judgement.violations(), &context)?;
+        self.held_to_declarations(
+            spec,
+            &JudgedInput {
+                builtin,
+                faults: &input.faults,
+                plan: &plan,
+                cases: &cases,
+                case: &case,
+                route: &route,
+                judgement: &judgement,
+                outcome: &outcome,
+                context: &context,
+            },
+        )
+    }
+
+    /// Hold a judged input to what the self-test declares for it: the
+    /// broken provider `spec` its faults make, a reference provider's pass,
+    /// or a device fault plan's rules; else only the invariants.
+    fn held_to_declarations(
+        &self,
+        spec: Option<&BrokenSpec>,
+        judged: &JudgedInput<'_>,
+    ) -> Result<Checked, FuzzFailure> {
         if let Some(spec) = spec {
-            if !cases.iter().any(|case| spec.applies(case, &route)) {
+            if !judged
+                .cases
+                .iter()
+                .any(|case| spec.applies(case, judged.route))
+            {
                 return Ok(Checked::Invariants);
             }
-            return measured(spec.name(), spec.check(&judgement), &context)
+            return measured(spec.name(), spec.check(judged.judgement), judged.context)
                 .map(|provider| Checked::Caught { provider });
         }
-        if !input.faults.is_empty() {
+        if !judged.faults.is_empty() {
             return Ok(Checked::Invariants);
         }
-        if plan.is_empty() {
+        if judged.plan.is_empty() {
             return measured(
-                format!("reference:{}", builtin.name),
-                CaseCheck::of(&[], false, &judgement),
-                &context,
+                format!("reference:{}", judged.builtin.name),
+                CaseCheck::of(&[], false, judged.judgement),
+                judged.context,
             )
             .map(|_| Checked::ReferencePassed);
         }
-        let device = self.device_faults.iter().find(|spec| spec.plan == plan);
+        let device = self
+            .device_faults
+            .iter()
+            .find(|spec| spec.plan == *judged.plan);
         match device {
-            Some(spec) if spec.applies(&case, &route) => measured(
+            Some(spec) if spec.applies(judged.case, judged.route) => measured(
                 format!("device:{}", spec.name),
-                spec.check(&judgement),
-                &context,
+                spec.check(judged.judgement),
+                judged.context,
             )
             .map(|plan| Checked::DeviceFaultCaught { plan }),
-            _ => reference_under_plan(builtin, &outcome, &judgement, &context),
+            _ => reference_under_plan(
+                judged.builtin,
+                judged.outcome,
+                judged.judgement,
+                judged.context,
+            ),
         }
+    }
+}
+
+/// One input's run once judged, with what it is held to: its built-in
+/// provider, faults and plan, its cases and the first of them, its route,
+/// judgement and outcome, and the context a failure names.
+struct JudgedInput<'a> {
+    builtin: BuiltinProvider,
+    faults: &'a [Fault],
+    plan: &'a FaultPlan,
+    cases: &'a [Case],
+    case: &'a Case,
+    route: &'a Route,
+    judgement: &'a Judgement,
+    outcome: &'a Outcome,
+    context: &'a str,
+}
+
+/// The pooled watchdog of `builtin` (at `index`) with `input`'s faults,
+/// under `deadline`; a harness error names the provider and the recipe.
+fn pooled_rig<'p>(
+    pool: &'p mut RigPool,
+    builtin: BuiltinProvider,
+    index: usize,
+    input: &ContractInput,
+    deadline: Option<Duration>,
+) -> Result<&'p mut Watchdog, FuzzFailure> {
+    pool.get(index, &input.faults, deadline, || {
+        route_and_provider(builtin)
+    })
+    .map_err(|source| FuzzFailure::Harness {
+        context: format!("{} {}", builtin.name, input.recipe.to_json()),
+        source,
+    })
+}
+
+/// The cases `input`'s recipe names.
+fn decoded_cases(input: &ContractInput) -> Result<Vec<Case>, FuzzFailure> {
+    input
+        .recipe
+        .cases()
+        .map_err(|source| FuzzFailure::InvalidRecipe {
+            recipe: input.recipe.to_json(),
+            source,
+        })
+}
+
+/// The catalogue's broken provider with exactly `faults`, where it is
+/// declared for a case run plainly on the built-in routes.
+fn declared_plainly<'a>(catalogue: &'a [BrokenSpec], faults: &[Fault]) -> Option<&'a BrokenSpec> {
+    catalogue
+        .iter()
+        // One case at a time on the built-in routes: only what is
+        // exercised plainly is declared for such a case (a provider that
+        // needs its outputs held, or devices that only count, shows on
+        // the self-test's own runs).
+        .find(|spec| {
+            spec.faults == faults
+                && spec.exercised == Exercised::Plainly
+                && spec.devices == Devices::AsBuilt
+        })
+}
+
+/// The device fault plan `input` runs under: its own for a reference
+/// provider, none where faults are injected (as in the self-test).
+fn effective_plan(input: &ContractInput) -> FaultPlan {
+    if input.faults.is_empty() {
+        input.plan.clone()
+    } else {
+        FaultPlan::new()
     }
 }
 

@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Unstructured};
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{Case, HarnessError, OutsideCase, Route, Violation, Watchdog};
+use tenferro_transfer_harness::strategy::{Capabilities, Recipe};
+use tenferro_transfer_harness::{
+    Case, HarnessError, Judgement, OutsideCase, Route, Violation, Watchdog,
+};
 
 use super::ProviderSuite;
 use crate::generated::{REPLAY_ENV, shell_quote};
@@ -219,41 +221,14 @@ impl SuiteFuzzer {
     /// the case and the calls before it; [`FuzzFailure::Setup`] when the
     /// route or provider cannot be built or a case cannot be run.
     pub fn run(&mut self, data: &[u8]) -> Result<(), FuzzFailure> {
-        if self.suite.routes.is_empty() {
-            return Err(FuzzFailure::Setup {
-                route: "?".to_owned(),
-                message: format!(
-                    "provider `{}` declares no route; add one with ProviderSuite::route",
-                    self.suite.name
-                ),
-            });
-        }
-        let mut input = Unstructured::new(data);
-        let index = input.choose_index(self.suite.routes.len()).unwrap_or(0);
-        let calls = input.int_in_range(1..=MAX_FUZZ_CALLS).unwrap_or(1);
-        let recipes: Vec<Recipe> = (0..calls)
-            .map(|_| Recipe::arbitrary(&mut input))
-            .collect::<Result<_, _>>()
-            .map_err(|error| FuzzFailure::Setup {
-                route: self.suite.routes[index].name.clone(),
-                message: format!("the input did not decode into cases: {error}"),
-            })?;
+        let (index, recipes) = self.decode(data)?;
         let route_name = self.suite.routes[index].name.clone();
         let setup = |message: String| FuzzFailure::Setup {
             route: route_name.clone(),
             message,
         };
-        if !self.rigs.contains_key(&index) {
-            match self.build(index) {
-                Ok(rig) => {
-                    self.rigs.insert(index, rig);
-                }
-                Err(HarnessError::Unavailable { .. }) => {
-                    self.stats.unavailable += 1;
-                    return Ok(());
-                }
-                Err(error) => return Err(setup(error.to_string())),
-            }
+        if !self.ensure_rig(index, &setup)? {
+            return Ok(());
         }
         let Some(RouteRig { route, rig }) = self.rigs.get_mut(&index) else {
             return Err(setup("the rig vanished".to_owned()));
@@ -265,35 +240,9 @@ impl SuiteFuzzer {
             .as_ref()
             .unwrap_or(&self.suite.capabilities);
         for (call, recipe) in recipes.iter().enumerate() {
-            let single = recipe.clone().moved_with(Vec::new());
-            let outside =
-                OutsideCase::of(single, capabilities).map_err(|error| setup(error.to_string()))?;
-            // A case just outside the capabilities runs alone; one inside
-            // moves in one run with those of its inputs inside them too.
-            let cases: Vec<Case> = recipe
-                .cases()
-                .map_err(|error| setup(error.to_string()))?
-                .into_iter()
-                .enumerate()
-                .filter(|(index, case)| {
-                    *index == 0 || (outside.is_none() && capabilities.admits(case))
-                })
-                .map(|(_, case)| case)
-                .collect();
-            let judged_as = match &outside {
-                Some(outside) => JudgedAs::Outside(outside),
-                None => JudgedAs::Inside,
-            };
-            let runs = run_cases(rig, route, &cases, judged_as, None);
-            let judgement = match merged(&cases, runs) {
-                CaseRun::Judged(judgement, _) => judgement,
-                // A case the route cannot run here (a layout its source
-                // does not stage): skipped, never a pass.
-                CaseRun::Skipped(_) => {
-                    self.stats.unavailable += 1;
-                    continue;
-                }
-                CaseRun::NotRun(error) => return Err(setup(error.to_string())),
+            let Some(judgement) = judge_call(rig, route, capabilities, recipe, &setup)? else {
+                self.stats.unavailable += 1;
+                continue;
             };
             self.stats.cases += 1;
             let violations: Vec<Violation> = judgement
@@ -316,6 +265,55 @@ impl SuiteFuzzer {
         Ok(())
     }
 
+    /// The route index and the cases `data` decodes into; a
+    /// [`FuzzFailure::Setup`] when the suite declares no route or the
+    /// input does not decode into cases.
+    fn decode(&self, data: &[u8]) -> Result<(usize, Vec<Recipe>), FuzzFailure> {
+        if self.suite.routes.is_empty() {
+            return Err(FuzzFailure::Setup {
+                route: "?".to_owned(),
+                message: format!(
+                    "provider `{}` declares no route; add one with ProviderSuite::route",
+                    self.suite.name
+                ),
+            });
+        }
+        let mut input = Unstructured::new(data);
+        let index = input.choose_index(self.suite.routes.len()).unwrap_or(0);
+        let calls = input.int_in_range(1..=MAX_FUZZ_CALLS).unwrap_or(1);
+        let recipes: Vec<Recipe> = (0..calls)
+            .map(|_| Recipe::arbitrary(&mut input))
+            .collect::<Result<_, _>>()
+            .map_err(|error| FuzzFailure::Setup {
+                route: self.suite.routes[index].name.clone(),
+                message: format!("the input did not decode into cases: {error}"),
+            })?;
+        Ok((index, recipes))
+    }
+
+    /// Builds the rig of route `index` unless it is built already:
+    /// `Ok(false)` when the route's device is not here (counted in
+    /// [`FuzzStats::unavailable`]), `setup`'s error when it cannot be built.
+    fn ensure_rig(
+        &mut self,
+        index: usize,
+        setup: &impl Fn(String) -> FuzzFailure,
+    ) -> Result<bool, FuzzFailure> {
+        if !self.rigs.contains_key(&index) {
+            match self.build(index) {
+                Ok(rig) => {
+                    self.rigs.insert(index, rig);
+                }
+                Err(HarnessError::Unavailable { .. }) => {
+                    self.stats.unavailable += 1;
+                    return Ok(false);
+                }
+                Err(error) => return Err(setup(error.to_string())),
+            }
+        }
+        Ok(true)
+    }
+
     /// The rig of route `index`: the route (gated), its provider, and a
     /// watchdog with the suite's deadline (or none, inline).
     fn build(&self, index: usize) -> Result<RouteRig, HarnessError> {
@@ -333,5 +331,43 @@ impl SuiteFuzzer {
             Watchdog::new(route.clone(), provider, self.suite.deadline)?
         };
         Ok(RouteRig { route, rig })
+    }
+}
+
+/// Runs one decoded call on `rig` and judges it: a case just outside
+/// `capabilities` alone, by `capability-honesty`; one inside with those of
+/// its inputs inside them too, by every rule. `Ok(None)` for a case the
+/// route cannot run here; `setup`'s error when it cannot be run at all.
+fn judge_call(
+    rig: &mut Watchdog,
+    route: &Route,
+    capabilities: &Capabilities,
+    recipe: &Recipe,
+    setup: &impl Fn(String) -> FuzzFailure,
+) -> Result<Option<Judgement>, FuzzFailure> {
+    let single = recipe.clone().moved_with(Vec::new());
+    let outside =
+        OutsideCase::of(single, capabilities).map_err(|error| setup(error.to_string()))?;
+    // A case just outside the capabilities runs alone; one inside
+    // moves in one run with those of its inputs inside them too.
+    let cases: Vec<Case> = recipe
+        .cases()
+        .map_err(|error| setup(error.to_string()))?
+        .into_iter()
+        .enumerate()
+        .filter(|(index, case)| *index == 0 || (outside.is_none() && capabilities.admits(case)))
+        .map(|(_, case)| case)
+        .collect();
+    let judged_as = match &outside {
+        Some(outside) => JudgedAs::Outside(outside),
+        None => JudgedAs::Inside,
+    };
+    let runs = run_cases(rig, route, &cases, judged_as, None);
+    match merged(&cases, runs) {
+        CaseRun::Judged(judgement, _) => Ok(Some(judgement)),
+        // A case the route cannot run here (a layout its source
+        // does not stage): skipped, never a pass.
+        CaseRun::Skipped(_) => Ok(None),
+        CaseRun::NotRun(error) => Err(setup(error.to_string())),
     }
 }

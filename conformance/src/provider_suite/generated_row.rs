@@ -7,7 +7,9 @@ use std::sync::Arc;
 use tenferro_transfer_harness::Rule;
 
 use super::{ProviderSuite, RouteRun};
-use crate::generated::{GeneratedOptions, REPLAY_ENV, SEED_ENV, generate, shell_quote};
+use crate::generated::{
+    Found, GeneratedOptions, Generation, REPLAY_ENV, SEED_ENV, generate, shell_quote,
+};
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::RowHead;
 
@@ -30,7 +32,7 @@ impl ProviderSuite {
             regressions: self.regressions_file(run.name),
             ..GeneratedOptions::new(run.profile)
         };
-        let generation = match generate(
+        let mut generation = match generate(
             run.route,
             Arc::clone(run.provider),
             run.capabilities,
@@ -52,34 +54,56 @@ impl ProviderSuite {
             "generated: {} cases, {} profile, seed {}",
             generation.cases, run.profile, generation.seed
         );
-        let Some(found) = generation.failure else {
-            // One record for the whole run: a rule counts as checked where
-            // any generated case checked it, and never otherwise.
-            let outcome = match generation.summed {
-                Some(summed) => summed,
-                None => CaseOutcome::Skipped {
-                    reason: generation
-                        .skipped
-                        .unwrap_or_else(|| "no generated case could run on this route".to_owned()),
-                },
+        let Some(found) = generation.failure.take() else {
+            let head = RowHead {
+                layout: summary,
+                ..base
             };
-            let mut record = self.in_level_record(
-                CaseRecord::new(
-                    run.name,
-                    origin,
-                    RowHead {
-                        layout: summary,
-                        ..base
-                    },
-                    outcome,
-                )
-                .with_coverage(generation.coverage),
-            );
-            record
-                .outcome
-                .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
-            return record;
+            return self.generated_pass_row(run, origin, head, generation);
         };
+        self.generated_failure_row(run, origin, base, &summary, &found, generation)
+    }
+
+    /// The row of a generated run in which no case failed: every case's
+    /// outcome summed, or a skip saying why none ran.
+    fn generated_pass_row(
+        &self,
+        run: &RouteRun<'_>,
+        origin: Origin,
+        head: RowHead,
+        generation: Generation,
+    ) -> CaseRecord {
+        // One record for the whole run: a rule counts as checked where
+        // any generated case checked it, and never otherwise.
+        let outcome = match generation.summed {
+            Some(summed) => summed,
+            None => CaseOutcome::Skipped {
+                reason: generation
+                    .skipped
+                    .unwrap_or_else(|| "no generated case could run on this route".to_owned()),
+            },
+        };
+        let mut record = self.in_level_record(
+            CaseRecord::new(run.name, origin, head, outcome).with_coverage(generation.coverage),
+        );
+        record
+            .outcome
+            .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
+        record
+    }
+
+    /// The row of a generated run's failure: the failing case's own
+    /// outcome, with the line that replays it (and, when it did not fail
+    /// again on replay, the sentence that says so).
+    fn generated_failure_row(
+        &self,
+        run: &RouteRun<'_>,
+        origin: Origin,
+        base: RowHead,
+        summary: &str,
+        found: &Found,
+        generation: Generation,
+    ) -> CaseRecord {
         let shown = found.shown();
         let json = shown.recipe.to_json();
         let note = found.nondeterminism();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tenferro_transfer_harness::{Oracle, PhaseMemory, Rule};
 
 use super::{ProviderSuite, RouteRun};
-use crate::concurrency::{Call, ConcurrencyOptions, drive, replay_alone};
+use crate::concurrency::{Call, ConcurrencyOptions, Pressure, drive, replay_alone};
 use crate::coverage::Coverage;
 use crate::generated::{REPLAY_ENV, SEED_ENV, shell_quote};
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
@@ -57,69 +57,113 @@ impl ProviderSuite {
                 )];
             }
         };
+        let heads = PressureHeads {
+            origin,
+            summary,
+            base,
+        };
         let mut rows = Vec::new();
         // Calls beside each other cannot tell whose memory is whose; the
         // devices' memory over all of them can (level v2 on).
         if self.level.counts_memory() {
-            let seen = pressure.calls.iter().any(|call| call.accounting_seen);
-            // Memory that stayed: kept by the provider and reused, or
-            // leaked? The concurrent calls once more tell.
-            let memory = phase.finish_repeating(run.route, seen, run.deadline, || {
-                let _ = drive(
-                    run.route,
-                    run.provider,
-                    run.profile,
-                    run.capabilities,
-                    &options,
-                );
-            });
-            rows.push(self.in_level_record(CaseRecord::judged(
-                run.name,
-                origin.clone(),
-                RowHead {
-                    layout: format!("{summary}: the devices' memory over every call"),
-                    ..base.clone()
-                },
-                &Oracle.judge_phase_memory(&memory),
-            )));
+            rows.push(self.pressure_memory_row(run, &options, &pressure, &phase, &heads));
         }
         let failing: Vec<&Call> = pressure.failures().collect();
         if failing.is_empty() {
-            // One record for every call: a rule counts as checked where any
-            // call checked it, and never otherwise.
-            let outcome = CaseOutcome::summed(pressure.calls.iter().map(|call| &call.outcome))
-                .unwrap_or_else(|| CaseOutcome::Skipped {
-                    reason: pressure
-                        .calls
-                        .iter()
-                        .find_map(|call| match &call.outcome {
-                            CaseOutcome::Skipped { reason } => Some(reason.clone()),
-                            _ => None,
-                        })
-                        .unwrap_or_else(|| "no concurrent call could run on this route".to_owned()),
-                });
-            let mut coverage = Coverage::default();
-            for call in &pressure.calls {
-                coverage.extend(call.coverage.clone());
-            }
-            let mut record = self.in_level_record(
-                CaseRecord::new(
-                    run.name,
-                    origin,
-                    RowHead {
-                        layout: format!("{summary}: {} calls", pressure.calls.len()),
-                        ..base
-                    },
-                    outcome,
-                )
-                .with_coverage(coverage),
-            );
-            record
-                .outcome
-                .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
-            rows.insert(0, record);
+            rows.insert(0, self.pressure_pass_row(run, &pressure, heads));
             return rows;
         }
+        rows.extend(self.failing_call_rows(run, &pressure, &failing, &heads));
+        rows
+    }
+
+    /// The row of the devices' memory over every concurrent call, judged
+    /// once the calls have run (and, for memory that stayed, run once more
+    /// to tell memory kept for reuse from memory leaked).
+    fn pressure_memory_row(
+        &self,
+        run: &RouteRun<'_>,
+        options: &ConcurrencyOptions,
+        pressure: &Pressure,
+        phase: &PhaseMemory,
+        heads: &PressureHeads,
+    ) -> CaseRecord {
+        let seen = pressure.calls.iter().any(|call| call.accounting_seen);
+        // Memory that stayed: kept by the provider and reused, or
+        // leaked? The concurrent calls once more tell.
+        let memory = phase.finish_repeating(run.route, seen, run.deadline, || {
+            let _ = drive(
+                run.route,
+                run.provider,
+                run.profile,
+                run.capabilities,
+                options,
+            );
+        });
+        self.in_level_record(CaseRecord::judged(
+            run.name,
+            heads.origin.clone(),
+            RowHead {
+                layout: format!("{}: the devices' memory over every call", heads.summary),
+                ..heads.base.clone()
+            },
+            &Oracle.judge_phase_memory(&memory),
+        ))
+    }
+
+    /// The one row of a concurrent run in which no call failed: every
+    /// call's outcome and coverage summed, or a skip saying why none ran.
+    fn pressure_pass_row(
+        &self,
+        run: &RouteRun<'_>,
+        pressure: &Pressure,
+        heads: PressureHeads,
+    ) -> CaseRecord {
+        // One record for every call: a rule counts as checked where any
+        // call checked it, and never otherwise.
+        let outcome = CaseOutcome::summed(pressure.calls.iter().map(|call| &call.outcome))
+            .unwrap_or_else(|| CaseOutcome::Skipped {
+                reason: pressure
+                    .calls
+                    .iter()
+                    .find_map(|call| match &call.outcome {
+                        CaseOutcome::Skipped { reason } => Some(reason.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "no concurrent call could run on this route".to_owned()),
+            });
+        let mut coverage = Coverage::default();
+        for call in &pressure.calls {
+            coverage.extend(call.coverage.clone());
+        }
+        let mut record = self.in_level_record(
+            CaseRecord::new(
+                run.name,
+                heads.origin,
+                RowHead {
+                    layout: format!("{}: {} calls", heads.summary, pressure.calls.len()),
+                    ..heads.base
+                },
+                outcome,
+            )
+            .with_coverage(coverage),
+        );
+        record
+            .outcome
+            .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
+        record
+    }
+
+    /// The rows of the listed failing calls: the first [`LISTED_CALLS`],
+    /// and beyond them each call that broke a rule no earlier row showed.
+    fn failing_call_rows(
+        &self,
+        run: &RouteRun<'_>,
+        pressure: &Pressure,
+        failing: &[&Call],
+        heads: &PressureHeads,
+    ) -> Vec<CaseRecord> {
+        let mut rows = Vec::new();
         let mut rules_listed = BTreeSet::new();
         for (position, call) in failing.iter().enumerate() {
             let rules = broken_rules(call);
@@ -128,54 +172,78 @@ impl ProviderSuite {
                 continue;
             }
             rules_listed.extend(rules);
-            let alone = replay_alone(
-                run.route,
-                Arc::clone(run.provider),
-                run.deadline,
-                &call.recipe,
-            );
-            let cargo_test = self.cargo_test();
-            let account = pressure.account(call, &alone, |json, seed| {
-                format!(
-                    "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={seed} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
-                    shell_quote(json),
-                    route = run.name,
-                )
-            });
-            // The call's own outcome: what it broke and exactly what its
-            // judgement checked, with where it ran and how to replay it.
-            let outcome = self
-                .in_level(call.outcome.clone())
-                .annotated(|message| format!("{message}\n  {account}"));
-            let layout = format!(
-                "{summary}; thread {} call {} repeat {}; {}{}",
-                call.thread,
-                call.index + 1,
-                call.repeat + 1,
-                call.recipe.to_json(),
-                if position == 0 && failing.len() > 1 {
-                    format!("; {} failing calls in all", failing.len())
-                } else {
-                    String::new()
-                }
-            );
-            rows.push(
-                CaseRecord::new(
-                    run.name,
-                    origin.clone(),
-                    RowHead {
-                        dtype: call.recipe.dtype.clone(),
-                        shape: call.recipe.shape.clone(),
-                        layout,
-                        ..base.clone()
-                    },
-                    outcome,
-                )
-                .with_replay(&call.recipe),
-            );
+            rows.push(self.failing_call_row(run, pressure, failing.len(), position, call, heads));
         }
         rows
     }
+
+    /// The row of one failing call: replayed alone, then its own outcome
+    /// with where it ran, what ran beside it and how to replay it.
+    fn failing_call_row(
+        &self,
+        run: &RouteRun<'_>,
+        pressure: &Pressure,
+        failing_count: usize,
+        position: usize,
+        call: &Call,
+        heads: &PressureHeads,
+    ) -> CaseRecord {
+        let alone = replay_alone(
+            run.route,
+            Arc::clone(run.provider),
+            run.deadline,
+            &call.recipe,
+        );
+        let cargo_test = self.cargo_test();
+        let account = pressure.account(call, &alone, |json, seed| {
+            format!(
+                "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={seed} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
+                shell_quote(json),
+                route = run.name,
+            )
+        });
+        // The call's own outcome: what it broke and exactly what its
+        // judgement checked, with where it ran and how to replay it.
+        let outcome = self
+            .in_level(call.outcome.clone())
+            .annotated(|message| format!("{message}\n  {account}"));
+        let layout = format!(
+            "{}; thread {} call {} repeat {}; {}{}",
+            heads.summary,
+            call.thread,
+            call.index + 1,
+            call.repeat + 1,
+            call.recipe.to_json(),
+            if position == 0 && failing_count > 1 {
+                format!("; {failing_count} failing calls in all")
+            } else {
+                String::new()
+            }
+        );
+        CaseRecord::new(
+            run.name,
+            heads.origin.clone(),
+            RowHead {
+                dtype: call.recipe.dtype.clone(),
+                shape: call.recipe.shape.clone(),
+                layout,
+                ..heads.base.clone()
+            },
+            outcome,
+        )
+        .with_replay(&call.recipe)
+    }
+}
+
+/// What every row of one concurrent run shares: where the rows come from,
+/// the one-line summary of what ran, and the head each row starts from.
+struct PressureHeads {
+    /// The concurrent run's origin, with its seed.
+    origin: Origin,
+    /// What ran: threads, calls, repeats, profile and seed.
+    summary: String,
+    /// The route's row head, its layout the summary.
+    base: RowHead,
 }
 
 /// The rules a failing call broke (`None` standing for a call that could

@@ -81,6 +81,19 @@ pub(super) fn check_rule(
         .copied()
         .filter(|record| fails_every_rule(record, level))
         .collect();
+    let failing = rule_failures(&records, rule);
+    if !failing.is_empty() || !setup.is_empty() {
+        return RuleVerdict::Fail(failure_text(route, rule, cargo_test, &failing, &setup));
+    }
+    unbroken_verdict(&records, route, rule)
+}
+
+/// Every violation of `rule` among `records`, with its record: the
+/// generated run's first (it is minimal and replayable).
+fn rule_failures<'a>(
+    records: &[&'a CaseRecord],
+    rule: Rule,
+) -> Vec<(&'a CaseRecord, &'a Violation)> {
     let mut failing: Vec<(&CaseRecord, &Violation)> = records
         .iter()
         .flat_map(|record| {
@@ -94,57 +107,74 @@ pub(super) fn check_rule(
         .collect();
     // The generated run's failure is minimal and replayable: list it first.
     failing.sort_by_key(|(record, _)| !matches!(record.origin, Origin::Generated { .. }));
-    if !failing.is_empty() || !setup.is_empty() {
-        let mut text = format!(
-            "rule {rule} failed on route {route}: {} case(s) broke it{}\n  rule: {}\n",
-            failing.len(),
-            if setup.is_empty() {
-                String::new()
-            } else {
-                format!(", {} could not be set up", setup.len())
-            },
-            rule.statement()
-        );
-        for (record, violation) in failing.iter().take(LISTED_FAILURES) {
-            let head = &record.head;
+    failing
+}
+
+/// The text of a failing verdict: the first [`LISTED_FAILURES`] cases
+/// that broke the rule, each with how to replay it, then what the cases
+/// that could not be set up said.
+fn failure_text(
+    route: &str,
+    rule: Rule,
+    cargo_test: &str,
+    failing: &[(&CaseRecord, &Violation)],
+    setup: &[&CaseRecord],
+) -> String {
+    let mut text = format!(
+        "rule {rule} failed on route {route}: {} case(s) broke it{}\n  rule: {}\n",
+        failing.len(),
+        if setup.is_empty() {
+            String::new()
+        } else {
+            format!(", {} could not be set up", setup.len())
+        },
+        rule.statement()
+    );
+    for (record, violation) in failing.iter().take(LISTED_FAILURES) {
+        let head = &record.head;
+        text.push_str(&format!(
+            "\ncase: {} {:?} {}\n  {}\n",
+            head.dtype,
+            head.shape,
+            head.layout,
+            violation.message.replace('\n', "\n  ")
+        ));
+        if let Some(json) = &record.replay {
             text.push_str(&format!(
-                "\ncase: {} {:?} {}\n  {}\n",
-                head.dtype,
-                head.shape,
-                head.layout,
-                violation.message.replace('\n', "\n  ")
-            ));
-            if let Some(json) = &record.replay {
-                text.push_str(&format!(
-                    "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}\n",
-                    shell_quote(json),
-                    rule.id().replace('-', "_")
-                ));
-            }
-        }
-        if failing.len() > LISTED_FAILURES {
-            text.push_str(&format!(
-                "\n... and {} more case(s)\n",
-                failing.len() - LISTED_FAILURES
+                "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}\n",
+                shell_quote(json),
+                rule.id().replace('-', "_")
             ));
         }
-        for record in setup.iter().take(LISTED_FAILURES) {
-            for row in violation_rows(&record.outcome) {
-                text.push_str(&format!(
-                    "\n{}: {}\n",
-                    row.rule,
-                    row.message.replace('\n', "\n  ")
-                ));
-            }
-        }
-        return RuleVerdict::Fail(text);
     }
+    if failing.len() > LISTED_FAILURES {
+        text.push_str(&format!(
+            "\n... and {} more case(s)\n",
+            failing.len() - LISTED_FAILURES
+        ));
+    }
+    for record in setup.iter().take(LISTED_FAILURES) {
+        for row in violation_rows(&record.outcome) {
+            text.push_str(&format!(
+                "\n{}: {}\n",
+                row.rule,
+                row.message.replace('\n', "\n  ")
+            ));
+        }
+    }
+    text
+}
+
+/// The verdict of a rule no record broke: a pass on the records that
+/// checked it, else a skip that says why no case checked it (or a failure
+/// when the route has no records at all).
+fn unbroken_verdict(records: &[&CaseRecord], route: &str, rule: Rule) -> RuleVerdict {
     // A rule passes on the records whose judgement checked it, and on no
     // other: a record that does not list it as checked did not check it.
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     let mut phase_reasons: BTreeMap<&str, usize> = BTreeMap::new();
     let mut checked = 0;
-    for record in &records {
+    for record in records {
         if record.outcome.checked(rule) {
             checked += 1;
         } else if let Some(reason) = record.outcome.why_unchecked(rule) {

@@ -199,20 +199,7 @@ impl Report {
             return gaps;
         }
         for rule in Rule::ALL {
-            let checked = |route: &RouteCoverage| route.rule(rule).map_or(0, |counts| counts.cases);
-            let on_routes = |routes: &[&RouteCoverage]| {
-                routes
-                    .iter()
-                    .map(|route| route.route.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let in_routes = |routes: &[&RouteCoverage], record: &CaseRecord| {
-                routes.iter().any(|route| {
-                    route.provider == record.head.provider && route.route == record.head.route
-                })
-            };
-            if coverage.iter().all(|route| checked(route) == 0) {
+            if coverage.iter().all(|route| checked(route, rule) == 0) {
                 let why = self.reasons(rule, |_| true);
                 gaps.push(CoverageGap {
                     rule: rule.id().to_owned(),
@@ -220,62 +207,14 @@ impl Report {
                 });
                 continue;
             }
-            let mut parts = Vec::new();
-            let nowhere: Vec<&RouteCoverage> = coverage
-                .iter()
-                .filter(|route| checked(route) == 0)
-                .collect();
-            if !nowhere.is_empty() {
-                let why = self.reasons(rule, |record| in_routes(&nowhere, record));
-                parts.push(format!(
-                    "checked on no case on {} ({why})",
-                    on_routes(&nowhere)
-                ));
-            }
-            let no_large: Vec<&RouteCoverage> = coverage
-                .iter()
-                .filter(|route| {
-                    checked(route) > 0
-                        && route.ran_size(SizeClass::Large)
-                        && route.rule(rule).is_some_and(|counts| {
-                            cases_of(&counts.sizes, SizeClass::Large.id()) == 0
-                        })
-                })
-                .collect();
-            if !no_large.is_empty() {
-                let why = self.reasons(rule, |record| {
-                    in_routes(&no_large, record)
-                        && record
-                            .coverage
-                            .covered()
-                            .iter()
-                            .any(|covered| covered.kind.size == SizeClass::Large)
-                });
-                parts.push(format!(
-                    "checked on no case of a million elements or more on {} ({why})",
-                    on_routes(&no_large)
-                ));
-            }
-            let no_view: Vec<&RouteCoverage> = coverage
-                .iter()
-                .filter(|route| {
-                    checked(route) > 0
-                        && route.ran_views()
-                        && route.rule(rule).is_some_and(|counts| counts.views() == 0)
-                })
-                .collect();
-            if !no_view.is_empty() {
-                let why = self.reasons(rule, |record| {
-                    in_routes(&no_view, record)
-                        && record.coverage.covered().iter().any(|covered| {
-                            covered.kind.layout.iter().any(|layout| layout.is_view())
-                        })
-                });
-                parts.push(format!(
-                    "checked on no view on {} ({why})",
-                    on_routes(&no_view)
-                ));
-            }
+            let parts: Vec<String> = [
+                self.unchecked_routes(rule, &coverage),
+                self.no_large_case(rule, &coverage),
+                self.no_view(rule, &coverage),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             if !parts.is_empty() {
                 gaps.push(CoverageGap {
                     rule: rule.id().to_owned(),
@@ -284,6 +223,81 @@ impl Report {
             }
         }
         gaps
+    }
+
+    /// The routes where `rule` was checked on no case, and why; `None`
+    /// when it was checked on every route.
+    fn unchecked_routes(&self, rule: Rule, coverage: &[RouteCoverage]) -> Option<String> {
+        let nowhere: Vec<&RouteCoverage> = coverage
+            .iter()
+            .filter(|route| checked(route, rule) == 0)
+            .collect();
+        if nowhere.is_empty() {
+            return None;
+        }
+        let why = self.reasons(rule, |record| in_routes(&nowhere, record));
+        Some(format!(
+            "checked on no case on {} ({why})",
+            route_labels(&nowhere)
+        ))
+    }
+
+    /// The routes where cases of a million elements or more ran but `rule`
+    /// was checked on none of them, and why; `None` where there is none.
+    fn no_large_case(&self, rule: Rule, coverage: &[RouteCoverage]) -> Option<String> {
+        let no_large: Vec<&RouteCoverage> = coverage
+            .iter()
+            .filter(|route| {
+                checked(route, rule) > 0
+                    && route.ran_size(SizeClass::Large)
+                    && route
+                        .rule(rule)
+                        .is_some_and(|counts| cases_of(&counts.sizes, SizeClass::Large.id()) == 0)
+            })
+            .collect();
+        if no_large.is_empty() {
+            return None;
+        }
+        let why = self.reasons(rule, |record| {
+            in_routes(&no_large, record)
+                && record
+                    .coverage
+                    .covered()
+                    .iter()
+                    .any(|covered| covered.kind.size == SizeClass::Large)
+        });
+        Some(format!(
+            "checked on no case of a million elements or more on {} ({why})",
+            route_labels(&no_large)
+        ))
+    }
+
+    /// The routes where views ran but `rule` was checked on none of them,
+    /// and why; `None` where there is none.
+    fn no_view(&self, rule: Rule, coverage: &[RouteCoverage]) -> Option<String> {
+        let no_view: Vec<&RouteCoverage> = coverage
+            .iter()
+            .filter(|route| {
+                checked(route, rule) > 0
+                    && route.ran_views()
+                    && route.rule(rule).is_some_and(|counts| counts.views() == 0)
+            })
+            .collect();
+        if no_view.is_empty() {
+            return None;
+        }
+        let why = self.reasons(rule, |record| {
+            in_routes(&no_view, record)
+                && record
+                    .coverage
+                    .covered()
+                    .iter()
+                    .any(|covered| covered.kind.layout.iter().any(|layout| layout.is_view()))
+        });
+        Some(format!(
+            "checked on no view on {} ({why})",
+            route_labels(&no_view)
+        ))
     }
 
     /// Why `rule` was not checked on the records of judged cases `which`
@@ -359,6 +373,27 @@ impl Report {
         }
         out
     }
+}
+
+/// The cases `rule` was checked on on `route`.
+fn checked(route: &RouteCoverage, rule: Rule) -> usize {
+    route.rule(rule).map_or(0, |counts| counts.cases)
+}
+
+/// The labels of `routes`, joined by commas.
+fn route_labels(routes: &[&RouteCoverage]) -> String {
+    routes
+        .iter()
+        .map(|route| route.route.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether `record` is of one of `routes`.
+fn in_routes(routes: &[&RouteCoverage], record: &CaseRecord) -> bool {
+    routes
+        .iter()
+        .any(|route| route.provider == record.head.provider && route.route == record.head.route)
 }
 
 /// The columns where a group of the map starts (after the rule and its

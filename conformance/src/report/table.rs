@@ -64,42 +64,18 @@ impl Report {
         let palette = Palette::new(colour);
         let mut out = String::new();
         let headers = ["provider", "route", "dtype", "shape", "layout", "verdict"];
-        let rows: Vec<[String; 6]> = self
-            .rows()
-            .iter()
-            .map(|row| {
-                [
-                    row.provider.clone(),
-                    row.route.clone(),
-                    row.dtype.clone(),
-                    format!("{:?}", row.shape),
-                    row.layout.clone(),
-                    verdict_cell(row),
-                ]
-            })
-            .collect();
+        let rows: Vec<[String; 6]> = self.rows().iter().map(table_cells).collect();
         let mut widths = headers.map(str::len);
         for row in &rows {
             for (width, cell) in widths.iter_mut().zip(row) {
                 *width = (*width).max(cell.len());
             }
         }
-        // Pads every cell but the last, which is coloured after padding so
-        // escape codes never count towards a width.
-        let line = |cells: &[String], style: Style| {
-            let mut text = String::new();
-            let (last, init) = cells
-                .split_last()
-                .map_or((None, cells), |(l, i)| (Some(l), i));
-            for (cell, width) in init.iter().zip(widths) {
-                let _ = write!(text, "{cell:<width$}  ");
-            }
-            if let Some(last) = last {
-                text.push_str(&paint(style, last));
-            }
-            text.trim_end().to_owned()
-        };
-        out.push_str(&line(&headers.map(str::to_owned), Style::new()));
+        out.push_str(&padded_line(
+            &headers.map(str::to_owned),
+            widths,
+            Style::new(),
+        ));
         out.push('\n');
         for (row, cells) in self.rows().iter().zip(&rows) {
             let style = match row.verdict {
@@ -107,25 +83,19 @@ impl Report {
                 Verdict::Fail => palette.fail,
                 Verdict::Skip => palette.skip,
             };
-            out.push_str(&line(cells, style));
+            out.push_str(&padded_line(cells, widths, style));
             out.push('\n');
-            for violation in &row.violations {
-                let _ = writeln!(
-                    out,
-                    "    {}: {}",
-                    paint(palette.rule, &violation.rule),
-                    violation.message.replace('\n', "\n      ")
-                );
-            }
-            for expected in &row.expected_errors {
-                let _ = writeln!(out, "    expected error: {expected}");
-            }
-            if let Some(reason) = &row.skip_reason {
-                let _ = writeln!(out, "    skipped: {reason}");
-            }
+            write_row_notes(&mut out, row, &palette);
         }
         out.push_str(&self.coverage_text());
         out.push_str(&self.kept_memory_section("    "));
+        self.write_summary(&mut out, &palette);
+        out
+    }
+
+    /// The closing `summary:` line, its failed and skipped counts coloured
+    /// where they are not zero.
+    fn write_summary(&self, out: &mut String, palette: &Palette) {
         let failed = format!("{} failed", self.summary().failed);
         let skipped = format!("{} skipped", self.summary().skipped);
         let _ = writeln!(
@@ -143,6 +113,53 @@ impl Report {
                 skipped
             }
         );
-        out
+    }
+}
+
+/// A case's cells in the table: provider, route, dtype, shape, layout and
+/// verdict.
+fn table_cells(row: &CaseResult) -> [String; 6] {
+    [
+        row.provider.clone(),
+        row.route.clone(),
+        row.dtype.clone(),
+        format!("{:?}", row.shape),
+        row.layout.clone(),
+        verdict_cell(row),
+    ]
+}
+
+/// One line of the table. Pads every cell but the last, which is coloured
+/// after padding so escape codes never count towards a width.
+fn padded_line(cells: &[String], widths: [usize; 6], style: Style) -> String {
+    let mut text = String::new();
+    let (last, init) = cells
+        .split_last()
+        .map_or((None, cells), |(l, i)| (Some(l), i));
+    for (cell, width) in init.iter().zip(widths) {
+        let _ = write!(text, "{cell:<width$}  ");
+    }
+    if let Some(last) = last {
+        text.push_str(&paint(style, last));
+    }
+    text.trim_end().to_owned()
+}
+
+/// The lines under a case's row: its violations, expected errors and why
+/// it was skipped.
+fn write_row_notes(out: &mut String, row: &CaseResult, palette: &Palette) {
+    for violation in &row.violations {
+        let _ = writeln!(
+            out,
+            "    {}: {}",
+            paint(palette.rule, &violation.rule),
+            violation.message.replace('\n', "\n      ")
+        );
+    }
+    for expected in &row.expected_errors {
+        let _ = writeln!(out, "    expected error: {expected}");
+    }
+    if let Some(reason) = &row.skip_reason {
+        let _ = writeln!(out, "    skipped: {reason}");
     }
 }

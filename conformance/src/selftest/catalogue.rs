@@ -1,18 +1,23 @@
 //! The self-test's catalogue: the broken providers and device fault plans,
 //! each with the rules it must break and the cases it applies to.
 
+mod applies;
+
 use std::time::Duration;
 
+use tenferro_mock_devices::FaultPlan;
 use tenferro_mock_devices::providers::Fault;
-use tenferro_mock_devices::{
-    Element, FaultPlan, SimDevice, compact_strides, strided_positions, with_element,
-};
-use tenferro_tensor::DType;
-use tenferro_transfer_harness::{
-    Case, Filler, Judgement, Layout, PlacementRule, Route, Rule, StorageRule,
-};
+use tenferro_transfer_harness::{Case, Judgement, Route, Rule};
 
 use super::report::CaseCheck;
+pub(super) use applies::always;
+use applies::{
+    asymmetric_shape, device_destination, distinct_concurrent_values, domain_destination,
+    driver_thread_lands, few_tiny_cases, has_negative_zero, has_payload_nan, has_two_distinct,
+    input_in_simulated_memory, interior, non_empty, non_empty_on_sim, non_empty_sim_destination,
+    non_host_destination, offset_matters, output_in_simulated_memory, sim_destination,
+    sim_endpoint, simulated_device, strides_matter, suffix_differs_from_poison, tiny_on_sim,
+};
 
 /// How the self-test runs a provider on each case: the sequence of calls
 /// that meets what the provider keeps between calls.
@@ -139,218 +144,26 @@ impl BrokenSpec {
     }
 }
 
-pub(super) fn always(_: &Case, _: &Route) -> bool {
-    true
-}
-
-fn device_destination(_: &Case, route: &Route) -> bool {
-    matches!(
-        route.destination().placement_rule(),
-        PlacementRule::Device(_)
-    )
-}
-
-fn non_host_destination(_: &Case, route: &Route) -> bool {
-    route.destination().placement_rule() != PlacementRule::Host
-}
-
-fn domain_destination(_: &Case, route: &Route) -> bool {
-    matches!(
-        route.destination().storage_rule(),
-        StorageRule::Domain { .. }
-    )
-}
-
-fn is_simulated(endpoint: &tenferro_transfer_harness::Endpoint) -> bool {
-    endpoint.downcast::<SimDevice>().is_some()
-}
-
-/// A route with a simulated device on either side.
-fn simulated_device(_: &Case, route: &Route) -> bool {
-    is_simulated(route.source()) || is_simulated(route.destination())
-}
-
-/// Where the driver-thread leak lands: the destination's simulated memory,
-/// else the source's simulated or managed memory (not plain host).
-fn driver_thread_lands(_: &Case, route: &Route) -> bool {
-    is_simulated(route.destination())
-        || matches!(route.source().storage_rule(), StorageRule::Domain { .. })
-}
-
-/// Inputs in simulated memory (a simulated device's, or a host domain's),
-/// which the input-writing fault can reach; an empty one has no bytes.
-fn input_in_simulated_memory(case: &Case, route: &Route) -> bool {
-    !case.is_empty() && matches!(route.source().storage_rule(), StorageRule::Domain { .. })
-}
-
-/// Outputs in a simulated device's memory, which the pool can hand out
-/// again; an empty one has no bytes to change.
-fn output_in_simulated_memory(case: &Case, route: &Route) -> bool {
-    !case.is_empty() && is_simulated(route.destination())
-}
-
-fn non_empty(case: &Case, _: &Route) -> bool {
-    !case.is_empty()
-}
-
-/// Cases with interior elements, which a twin changes (its first and last
-/// stay).
-fn interior(case: &Case, _: &Route) -> bool {
-    case.len() >= 3
-}
-
-/// Cases whose seeded values differ between threads: a bool of a few
-/// elements may draw the same values twice.
-fn distinct_concurrent_values(case: &Case, _: &Route) -> bool {
-    case.len() >= 2 && (case.dtype() != DType::Bool || case.len() >= 16)
-}
-
-fn asymmetric_shape(case: &Case, _: &Route) -> bool {
-    case.shape().iter().rev().copied().collect::<Vec<_>>() != case.shape()
-}
-
-/// Every float image (complex parts separately) of the case, as bits.
-fn float_parts(case: &Case) -> Vec<u64> {
-    let part = match case.dtype() {
-        DType::F32 | DType::C32 => 4,
-        DType::F64 | DType::C64 => 8,
-        _ => return Vec::new(),
-    };
-    case.values()
-        .chunks_exact(part)
-        .map(|chunk| {
-            chunk
-                .iter()
-                .rev()
-                .fold(0_u64, |bits, &byte| (bits << 8) | u64::from(byte))
-        })
-        .collect()
-}
-
-fn has_payload_nan(case: &Case, _: &Route) -> bool {
-    let (canonical, exponent, mantissa) = match case.dtype() {
-        DType::F32 | DType::C32 => (
-            u64::from(f32::NAN.to_bits()),
-            0x7f80_0000_u64,
-            0x007f_ffff_u64,
-        ),
-        DType::F64 | DType::C64 => (
-            f64::NAN.to_bits(),
-            0x7ff0_0000_0000_0000,
-            0x000f_ffff_ffff_ffff,
-        ),
-        _ => return false,
-    };
-    float_parts(case)
-        .into_iter()
-        .any(|bits| bits & exponent == exponent && bits & mantissa != 0 && bits != canonical)
-}
-
-fn has_negative_zero(case: &Case, _: &Route) -> bool {
-    let negative_zero = match case.dtype() {
-        DType::F32 | DType::C32 => 0x8000_0000,
-        DType::F64 | DType::C64 => 0x8000_0000_0000_0000,
-        _ => return false,
-    };
-    float_parts(case).contains(&negative_zero)
-}
-
-fn has_two_distinct(case: &Case, _: &Route) -> bool {
-    let Some(width) = tenferro_mock_devices::element_width(case.dtype()) else {
-        return false;
-    };
-    let mut elements = case.values().chunks_exact(width);
-    let first = elements.next();
-    elements.any(|element| Some(element) != first)
-}
-
-fn misread_differs(case: &Case, ignore_strides: bool) -> bool {
-    let Layout::View(spec) = case.layout() else {
-        return false;
-    };
-    fn misread<T: Element + Filler>(
-        case: &Case,
-        spec: &tenferro_transfer_harness::ViewSpec,
-        ignore_strides: bool,
-    ) -> bool {
-        let backing = case.backing_values::<T>();
-        let correct = case.typed_values::<T>();
-        let shape = case.shape();
-        let (strides, offset) = if ignore_strides {
-            (compact_strides(shape), spec.offset())
-        } else {
-            (spec.strides(), 0)
-        };
-        correct
-            .iter()
-            .zip(strided_positions(shape, &strides, offset))
-            .any(|(value, position)| {
-                let read = usize::try_from(position)
-                    .ok()
-                    .and_then(|p| backing.get(p))
-                    .unwrap_or(value);
-                let (mut want, mut got) = (Vec::new(), Vec::new());
-                T::extend_bytes(std::slice::from_ref(value), &mut want);
-                T::extend_bytes(std::slice::from_ref(read), &mut got);
-                want != got
-            })
-    }
-    with_element!(case.dtype(), T => misread::<T>(case, spec, ignore_strides), external => false)
-}
-
-/// Whether the second half of the case's elements (what a partial copy
-/// leaves as poison) differs from the device's poison.
-fn suffix_differs_from_poison(case: &Case, _: &Route) -> bool {
-    fn differs<T: Element>(case: &Case) -> bool {
-        let values = case.typed_values::<T>();
-        let (mut poison, mut suffix) = (Vec::new(), Vec::new());
-        T::extend_bytes(&[T::POISON], &mut poison);
-        T::extend_bytes(&values[values.len() / 2..], &mut suffix);
-        suffix
-            .chunks_exact(T::WIDTH)
-            .any(|element| element != poison)
-    }
-    with_element!(case.dtype(), T => differs::<T>(case), external => false)
-}
-
-/// The few cases a hang is tried on: each costs a whole deadline.
-fn few_tiny_cases(case: &Case, _: &Route) -> bool {
-    case.len() <= 1 && case.dtype() == DType::F64
-}
-
-fn sim_endpoint(_: &Case, route: &Route) -> bool {
-    [route.source(), route.destination()]
-        .iter()
-        .any(|endpoint| endpoint.downcast::<SimDevice>().is_some())
-}
-
-fn sim_destination(case: &Case, route: &Route) -> bool {
-    route.destination().downcast::<SimDevice>().is_some() && always(case, route)
-}
-
-fn non_empty_sim_destination(case: &Case, route: &Route) -> bool {
-    sim_destination(case, route) && non_empty(case, route)
-}
-
-fn tiny_on_sim(case: &Case, route: &Route) -> bool {
-    sim_endpoint(case, route) && few_tiny_cases(case, route)
-}
-
-fn non_empty_on_sim(case: &Case, route: &Route) -> bool {
-    sim_endpoint(case, route) && suffix_differs_from_poison(case, route)
-}
-
-fn strides_matter(case: &Case, _: &Route) -> bool {
-    misread_differs(case, true)
-}
-
-fn offset_matters(case: &Case, _: &Route) -> bool {
-    misread_differs(case, false)
-}
-
 /// The self-test's broken providers: at least one per rule the built-in
 /// routes can break, and two with two faults at once.
 pub fn catalogue() -> Vec<BrokenSpec> {
+    [
+        metadata_faults(),
+        value_faults(),
+        outcome_faults(),
+        memory_faults(),
+        stateful_faults(),
+        buffer_faults(),
+        combined_faults(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The broken providers that get what the output is wrong: its dtype, shape,
+/// length, placement or residency.
+fn metadata_faults() -> Vec<BrokenSpec> {
     use Fault as F;
     use Rule as R;
     vec![
@@ -374,6 +187,14 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         ),
         BrokenSpec::new(vec![F::ForeignDomain], vec![R::Residency], always),
         BrokenSpec::new(vec![F::WrongFamily], vec![R::Residency], domain_destination),
+    ]
+}
+
+/// The broken providers that get the output's values wrong.
+fn value_faults() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
         BrokenSpec::new(vec![F::OneUlp], vec![R::Values], non_empty),
         BrokenSpec::new(vec![F::CanonicalNan], vec![R::Values], has_payload_nan),
         BrokenSpec::new(
@@ -384,6 +205,15 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         BrokenSpec::new(vec![F::Swapped], vec![R::Values], has_two_distinct),
         BrokenSpec::new(vec![F::IgnoreStrides], vec![R::Values], strides_matter),
         BrokenSpec::new(vec![F::IgnoreOffset], vec![R::Values], offset_matters),
+    ]
+}
+
+/// The broken providers that end a call wrongly: an error on a valid case,
+/// a panic, a return before the copy completes, a copy cut short.
+fn outcome_faults() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
         BrokenSpec::new(vec![F::ErrOnValid], vec![R::NoError], always),
         BrokenSpec::new(vec![F::Panic], vec![R::NoPanic], always),
         BrokenSpec::new(vec![F::EarlyReturn], vec![R::Completion], sim_destination),
@@ -392,6 +222,15 @@ pub fn catalogue() -> Vec<BrokenSpec> {
             vec![R::Values],
             suffix_differs_from_poison,
         ),
+    ]
+}
+
+/// The broken providers that mishandle memory: leaks, writes to the input,
+/// an output handed out again while it is still live.
+fn memory_faults() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
         BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], always),
         BrokenSpec::new(vec![F::Leaky], vec![R::NoLeak], simulated_device)
             .on(Devices::CountingOnly),
@@ -420,6 +259,15 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         )
         .exercised(Exercised::Together)
         .on(Devices::CopyingKernels),
+    ]
+}
+
+/// The broken providers that only show on a schedule: state shared between
+/// threads or calls, and a call that never returns.
+fn stateful_faults() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
         BrokenSpec::new(
             vec![F::SharedStagingSlot],
             vec![R::Values],
@@ -429,6 +277,15 @@ pub fn catalogue() -> Vec<BrokenSpec> {
         BrokenSpec::new(vec![F::SampledContentCache], vec![R::Values], interior)
             .exercised(Exercised::Twins),
         BrokenSpec::new(vec![F::Hang], vec![R::Deadline], few_tiny_cases).hanging(),
+    ]
+}
+
+/// The broken providers whose copy or returned buffer misbehaves: panics
+/// mid-copy or in the buffer's methods, an unstable length, a short read.
+fn buffer_faults() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
         BrokenSpec::new(vec![F::PanicMidCopy], vec![R::NoPanic], always),
         BrokenSpec::new(vec![F::PanickingMapRead], vec![R::NoPanic], sim_destination),
         BrokenSpec::new(vec![F::PanickingLen], vec![R::NoPanic], sim_destination),
@@ -443,6 +300,14 @@ pub fn catalogue() -> Vec<BrokenSpec> {
             vec![R::Values],
             non_empty_sim_destination,
         ),
+    ]
+}
+
+/// The broken providers with two faults at once.
+fn combined_faults() -> Vec<BrokenSpec> {
+    use Fault as F;
+    use Rule as R;
+    vec![
         BrokenSpec::new(
             vec![F::WrongDtype, F::HostPlacement],
             vec![R::Dtype, R::Placement],

@@ -14,8 +14,10 @@ use tenferro_transfer_harness::{
     CapabilityGate, Endpoint, HostEndpoint, Judgement, Route, Rule, Watchdog,
 };
 
-use super::catalogue::{Exercised, SELFTEST_DEADLINE, always, catalogue, device_faults};
-use super::controls::controls;
+use super::catalogue::{
+    BrokenSpec, DeviceFaultSpec, Exercised, SELFTEST_DEADLINE, always, catalogue, device_faults,
+};
+use super::controls::{ControlSpec, controls};
 use super::devices::on_devices;
 use super::report::{CaseCheck, ProviderRow, SelfTestReport, SkippedProvider};
 use super::schedule::{Exercise, exercise};
@@ -218,6 +220,216 @@ fn exercise_outside(
     }
 }
 
+/// A built-in provider and the route it was built on.
+type Routed = (BuiltinProvider, Route);
+
+/// The kill matrix as it grows: its rows, in order, and how many cases the
+/// oracle's verdict disagreed with the runtime's.
+#[derive(Default)]
+struct Matrix {
+    rows: Vec<ProviderRow>,
+    disagreements: usize,
+}
+
+impl Matrix {
+    /// The routes of `providers` that could be built, and those skipped
+    /// with why; a route that cannot be built otherwise adds a failing row.
+    fn built_routes(
+        &mut self,
+        providers: &[BuiltinProvider],
+    ) -> (Vec<Routed>, Vec<SkippedProvider>) {
+        let mut skipped = Vec::new();
+        let mut routes: Vec<Routed> = Vec::new();
+        for provider in providers {
+            match provider.route() {
+                Ok(route) => routes.push((*provider, route)),
+                Err(error) if error.is_skip() => skipped.push(SkippedProvider {
+                    name: provider.name.to_owned(),
+                    reason: error.to_string(),
+                }),
+                // A route that cannot be built (CUDA required but absent, a
+                // device that fails to open) is a failing row with no cases.
+                Err(error) => self.rows.push(
+                    Tally {
+                        examples: vec![format!("route could not be built: {error}")],
+                        ..Tally::default()
+                    }
+                    .row(format!("reference:{}", provider.name), Vec::new()),
+                ),
+            }
+        }
+        (routes, skipped)
+    }
+
+    /// One row per broken provider of the catalogue, run on the generic
+    /// routes on its devices.
+    fn broken_providers(&mut self, generic: &[&Routed], catalogue: Vec<BrokenSpec>) {
+        for spec in catalogue {
+            let mut tally = Tally::default();
+            for (provider, route) in generic.iter().copied() {
+                let Some(route) = on_devices(route, spec.devices) else {
+                    continue;
+                };
+                let Ok(inner) = provider.provider(&route) else {
+                    continue;
+                };
+                let broken = Arc::new(Broken::new(inner, spec.faults.clone()));
+                let plan = Exercise {
+                    expected: &spec.expected,
+                    applies: &|case, route| spec.applies(case, route),
+                    deadline: spec.deadline,
+                    plan: None,
+                    expects_error: false,
+                    exercised: spec.exercised,
+                };
+                exercise(&route, broken, &plan, &mut tally, &mut self.disagreements);
+            }
+            self.rows
+                .push(tally.row(spec.name(), spec.expected.clone()));
+        }
+    }
+
+    /// One row per device fault plan, met by the reference providers of the
+    /// generic routes.
+    fn device_faults(&mut self, generic: &[&Routed], device_faults: Vec<DeviceFaultSpec>) {
+        for spec in device_faults {
+            let mut tally = Tally::default();
+            for (provider, route) in generic.iter().copied() {
+                let Ok(inner) = provider.provider(route) else {
+                    continue;
+                };
+                let plan = Exercise {
+                    expected: &spec.expected,
+                    applies: &|case, route| spec.applies(case, route),
+                    deadline: spec.deadline,
+                    plan: Some(&spec.plan),
+                    expects_error: spec.expects_error,
+                    exercised: Exercised::Plainly,
+                };
+                exercise(route, inner, &plan, &mut tally, &mut self.disagreements);
+            }
+            self.rows
+                .push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
+        }
+    }
+
+    /// One row per control, run on every schedule and kind of device it
+    /// names, on the generic routes.
+    fn controls(&mut self, generic: &[&Routed], controls: Vec<ControlSpec>) {
+        for control in controls {
+            let mut tally = Tally::default();
+            for (exercised, devices) in &control.exercises {
+                for (provider, route) in generic.iter().copied() {
+                    let Some(route) = on_devices(route, *devices) else {
+                        continue;
+                    };
+                    let Ok(inner) = provider.provider(&route) else {
+                        continue;
+                    };
+                    let plan = Exercise {
+                        expected: &[],
+                        applies: &always,
+                        deadline: SELFTEST_DEADLINE,
+                        plan: None,
+                        expects_error: false,
+                        exercised: *exercised,
+                    };
+                    exercise(
+                        &route,
+                        control.wrap(inner),
+                        &plan,
+                        &mut tally,
+                        &mut self.disagreements,
+                    );
+                }
+            }
+            self.rows
+                .push(tally.row(format!("control:{}", control.name), Vec::new()));
+        }
+    }
+
+    /// One row per honesty spec, run on the cases outside its declared
+    /// capabilities on every route.
+    fn honesty(&mut self, routes: &[Routed], honesty: Vec<HonestySpec>) {
+        for spec in honesty {
+            let mut tally = Tally::default();
+            for (provider, route) in routes {
+                let Ok(inner) = provider.provider(route) else {
+                    continue;
+                };
+                exercise_outside(
+                    route,
+                    (spec.wrap)(inner),
+                    &spec.expected,
+                    &mut tally,
+                    &mut self.disagreements,
+                );
+            }
+            self.rows
+                .push(tally.row(format!("honesty:{}", spec.name), spec.expected.clone()));
+        }
+    }
+
+    /// One row per broken provider a route has of its own.
+    fn native_broken(&mut self, routes: &[Routed]) {
+        for (provider, route) in routes {
+            for native in provider.native_broken(route) {
+                let mut tally = Tally::default();
+                let plan = Exercise {
+                    expected: &native.expected,
+                    applies: &always,
+                    deadline: SELFTEST_DEADLINE,
+                    plan: None,
+                    expects_error: false,
+                    exercised: Exercised::Plainly,
+                };
+                exercise(
+                    route,
+                    native.provider,
+                    &plan,
+                    &mut tally,
+                    &mut self.disagreements,
+                );
+                self.rows
+                    .push(tally.row(native.name.to_owned(), native.expected.clone()));
+            }
+        }
+    }
+
+    /// One row per route's reference provider, which no rule may fire on.
+    fn references(&mut self, routes: &[Routed]) {
+        for (provider, route) in routes {
+            let mut tally = Tally::default();
+            match provider.provider(route) {
+                Ok(inner) => {
+                    let plan = Exercise {
+                        expected: &[],
+                        applies: &always,
+                        deadline: SELFTEST_DEADLINE,
+                        plan: None,
+                        expects_error: false,
+                        exercised: Exercised::Plainly,
+                    };
+                    exercise(route, inner, &plan, &mut tally, &mut self.disagreements)
+                }
+                Err(error) => tally.examples.push(error.to_string()),
+            }
+            self.rows
+                .push(tally.row(format!("reference:{}", provider.name), Vec::new()));
+        }
+    }
+}
+
+/// The routes whose two endpoints the generic faults can rewrite.
+fn generic_routes(routes: &[Routed]) -> Vec<&Routed> {
+    routes
+        .iter()
+        .filter(|(_, route)| {
+            generic_endpoint(route.source()) && generic_endpoint(route.destination())
+        })
+        .collect()
+}
+
 /// Run the self-test on the routes of `providers`.
 ///
 /// # Examples
@@ -229,36 +441,11 @@ fn exercise_outside(
 /// assert!(report.passed(), "{}", report.to_table());
 /// ```
 pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
-    let mut disagreements = 0;
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    let mut routes: Vec<(BuiltinProvider, Route)> = Vec::new();
-    for provider in providers {
-        match provider.route() {
-            Ok(route) => routes.push((*provider, route)),
-            Err(error) if error.is_skip() => skipped.push(SkippedProvider {
-                name: provider.name.to_owned(),
-                reason: error.to_string(),
-            }),
-            // A route that cannot be built (CUDA required but absent, a
-            // device that fails to open) is a failing row with no cases.
-            Err(error) => rows.push(
-                Tally {
-                    examples: vec![format!("route could not be built: {error}")],
-                    ..Tally::default()
-                }
-                .row(format!("reference:{}", provider.name), Vec::new()),
-            ),
-        }
-    }
+    let mut matrix = Matrix::default();
+    let (routes, skipped) = matrix.built_routes(providers);
     // The generic faults rewrite simulated or host memory; a CUDA route
     // meets its own broken providers (`native_broken`) instead.
-    let generic: Vec<&(BuiltinProvider, Route)> = routes
-        .iter()
-        .filter(|(_, route)| {
-            generic_endpoint(route.source()) && generic_endpoint(route.destination())
-        })
-        .collect();
+    let generic = generic_routes(&routes);
     // Without a route to break, a catalogue row would only say "never
     // applied"; the skip list says why instead.
     let catalogue = if generic.is_empty() {
@@ -271,46 +458,8 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     } else {
         device_faults()
     };
-    for spec in catalogue {
-        let mut tally = Tally::default();
-        for (provider, route) in generic.iter().copied() {
-            let Some(route) = on_devices(route, spec.devices) else {
-                continue;
-            };
-            let Ok(inner) = provider.provider(&route) else {
-                continue;
-            };
-            let broken = Arc::new(Broken::new(inner, spec.faults.clone()));
-            let plan = Exercise {
-                expected: &spec.expected,
-                applies: &|case, route| spec.applies(case, route),
-                deadline: spec.deadline,
-                plan: None,
-                expects_error: false,
-                exercised: spec.exercised,
-            };
-            exercise(&route, broken, &plan, &mut tally, &mut disagreements);
-        }
-        rows.push(tally.row(spec.name(), spec.expected.clone()));
-    }
-    for spec in device_faults {
-        let mut tally = Tally::default();
-        for (provider, route) in generic.iter().copied() {
-            let Ok(inner) = provider.provider(route) else {
-                continue;
-            };
-            let plan = Exercise {
-                expected: &spec.expected,
-                applies: &|case, route| spec.applies(case, route),
-                deadline: spec.deadline,
-                plan: Some(&spec.plan),
-                expects_error: spec.expects_error,
-                exercised: Exercised::Plainly,
-            };
-            exercise(route, inner, &plan, &mut tally, &mut disagreements);
-        }
-        rows.push(tally.row(format!("device:{}", spec.name), spec.expected.clone()));
-    }
+    matrix.broken_providers(&generic, catalogue);
+    matrix.device_faults(&generic, device_faults);
     // Correct providers that keep state: no rule may fire, on any schedule
     // or kind of device.
     let controls = if generic.is_empty() {
@@ -318,35 +467,7 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     } else {
         controls()
     };
-    for control in controls {
-        let mut tally = Tally::default();
-        for (exercised, devices) in &control.exercises {
-            for (provider, route) in generic.iter().copied() {
-                let Some(route) = on_devices(route, *devices) else {
-                    continue;
-                };
-                let Ok(inner) = provider.provider(&route) else {
-                    continue;
-                };
-                let plan = Exercise {
-                    expected: &[],
-                    applies: &always,
-                    deadline: SELFTEST_DEADLINE,
-                    plan: None,
-                    expects_error: false,
-                    exercised: *exercised,
-                };
-                exercise(
-                    &route,
-                    control.wrap(inner),
-                    &plan,
-                    &mut tally,
-                    &mut disagreements,
-                );
-            }
-        }
-        rows.push(tally.row(format!("control:{}", control.name), Vec::new()));
-    }
+    matrix.controls(&generic, controls);
     // As above: with every route skipped, honesty rows would only say
     // "0 cases".
     let honesty = if routes.is_empty() {
@@ -354,64 +475,12 @@ pub fn run(providers: &[BuiltinProvider]) -> SelfTestReport {
     } else {
         honesty_specs()
     };
-    for spec in honesty {
-        let mut tally = Tally::default();
-        for (provider, route) in &routes {
-            let Ok(inner) = provider.provider(route) else {
-                continue;
-            };
-            exercise_outside(
-                route,
-                (spec.wrap)(inner),
-                &spec.expected,
-                &mut tally,
-                &mut disagreements,
-            );
-        }
-        rows.push(tally.row(format!("honesty:{}", spec.name), spec.expected.clone()));
-    }
-    for (provider, route) in &routes {
-        for native in provider.native_broken(route) {
-            let mut tally = Tally::default();
-            let plan = Exercise {
-                expected: &native.expected,
-                applies: &always,
-                deadline: SELFTEST_DEADLINE,
-                plan: None,
-                expects_error: false,
-                exercised: Exercised::Plainly,
-            };
-            exercise(
-                route,
-                native.provider,
-                &plan,
-                &mut tally,
-                &mut disagreements,
-            );
-            rows.push(tally.row(native.name.to_owned(), native.expected.clone()));
-        }
-    }
-    for (provider, route) in &routes {
-        let mut tally = Tally::default();
-        match provider.provider(route) {
-            Ok(inner) => {
-                let plan = Exercise {
-                    expected: &[],
-                    applies: &always,
-                    deadline: SELFTEST_DEADLINE,
-                    plan: None,
-                    expects_error: false,
-                    exercised: Exercised::Plainly,
-                };
-                exercise(route, inner, &plan, &mut tally, &mut disagreements)
-            }
-            Err(error) => tally.examples.push(error.to_string()),
-        }
-        rows.push(tally.row(format!("reference:{}", provider.name), Vec::new()));
-    }
+    matrix.honesty(&routes, honesty);
+    matrix.native_broken(&routes);
+    matrix.references(&routes);
     SelfTestReport {
-        providers: rows,
-        disagreements,
+        providers: matrix.rows,
+        disagreements: matrix.disagreements,
         skipped,
     }
 }

@@ -15,8 +15,9 @@ mod recent;
 use std::sync::Arc;
 
 use crate::EngineRole;
-use crate::trace::{self, Trace};
+use crate::trace::{self, Trace, TraceEvent};
 use tenferro_runtime::{EventDomainId, ExecutionEngine, Runtime, TransferProvider};
+use tenferro_tensor::Tensor;
 
 use crate::accounting::Sample;
 use crate::effects::read_backing;
@@ -280,8 +281,43 @@ impl Rig {
         if calls.is_empty() {
             lost_call(ran.executed.outputs.as_ref().err(), &self.route)?;
         }
-        // The runtime moves a run's inputs in the order the program first
-        // uses them, which is theirs: call `i` is input `i`'s.
+        self.check_call_order(cases, &calls)?;
+        let reached = calls.len().clamp(1, cases.len());
+        let saw_output = calls
+            .iter()
+            .filter_map(|call| call.destination_saw_output)
+            .reduce(|all, seen| all && seen);
+        let held = self.held_outputs(cases, &calls, &ran);
+        self.hold_kept(cases, ran.executed.kept, &ran.executed.outputs);
+        // Every tensor of the run (inputs, transfers, outputs) is dropped
+        // now, but the outputs held on purpose.
+        let leaks = self.memory_after(cases, &before, &stays, ran.staged, saw_output);
+        drop(stays);
+        let ended = RunEnd {
+            cases,
+            outputs: &ran.executed.outputs,
+            reached,
+            leaks,
+            held,
+            trace: self.trace.take(),
+        };
+        let mut calls = calls_by_input(calls, cases.len());
+        let outcomes = cases
+            .iter()
+            .enumerate()
+            .zip(ran.input_reads)
+            .map(|((index, _), reads)| {
+                self.outcome_of(&ended, index, std::mem::take(&mut calls[index]), reads)
+            })
+            .collect();
+        self.recent.remember(cases);
+        Ok(outcomes)
+    }
+
+    /// The runtime moves a run's inputs in the order the program first
+    /// uses them, which is theirs: call `i` is input `i`'s. A call that
+    /// moved another dtype or shape than its input is the harness's fault.
+    fn check_call_order(&self, cases: &[Case], calls: &[SpyRecord]) -> Result<(), HarnessError> {
         if let Some((index, _)) = calls
             .iter()
             .zip(cases)
@@ -302,103 +338,60 @@ impl Rig {
                 ),
             });
         }
-        let reached = calls.len().clamp(1, cases.len());
-        let saw_output = calls
-            .iter()
-            .filter_map(|call| call.destination_saw_output)
-            .reduce(|all, seen| all && seen);
-        let held = self.held_outputs(cases, &calls, &ran);
-        if let Ok(observed) = &ran.executed.outputs {
-            for (case, (output, seen)) in cases
-                .iter()
-                .zip(ran.executed.kept.into_iter().zip(observed))
-            {
+        Ok(())
+    }
+
+    /// Hold each kept output whose values the run read, beside its case.
+    fn hold_kept(
+        &mut self,
+        cases: &[Case],
+        kept: Vec<Tensor>,
+        outputs: &Result<Vec<RuntimeOutput>, RuntimeVerdict>,
+    ) {
+        if let Ok(observed) = outputs {
+            for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
                 if let Ok(bytes) = &seen.bytes {
                     self.held.hold(case, output, bytes.clone());
                 }
             }
         }
-        // Every tensor of the run (inputs, transfers, outputs) is dropped
-        // now, but the outputs held on purpose.
-        let leaks = self.memory_after(cases, &before, &stays, ran.staged, saw_output);
-        drop(stays);
-        let trace = self.trace.take();
-        let words = |index: usize| case_words(&cases[index]);
-        // Call `i` is input `i`'s; calls past the inputs (a runtime that
-        // called the provider more than once for an input) go with the
-        // last input, whose judgement then says how many there were.
-        let mut calls: Vec<Vec<SpyRecord>> = {
-            let mut calls = calls.into_iter();
-            let mut split: Vec<Vec<SpyRecord>> = (1..cases.len())
-                .map(|_| calls.next().into_iter().collect())
-                .collect();
-            split.push(calls.collect());
-            split
+    }
+
+    /// The [`Outcome`] of input `index` of a run that `ended` so, with its
+    /// provider calls `call` and its backing's reads (before, after).
+    fn outcome_of(
+        &self,
+        ended: &RunEnd<'_>,
+        index: usize,
+        mut call: Vec<SpyRecord>,
+        (before_read, after_read): (ReadBack, ReadBack),
+    ) -> Outcome {
+        let last = index + 1 == ended.reached;
+        let runtime = ended.verdict_of(index);
+        let holds_values_of = match call.first().map(|call| &call.result) {
+            Some(ProviderResult::Returned(returned)) => match &returned.bytes {
+                ReadBack::Bytes(bytes) => self.recent.whose(ended.cases, index, bytes),
+                _ => None,
+            },
+            _ => None,
         };
-        let outcomes = cases
-            .iter()
-            .enumerate()
-            .zip(ran.input_reads)
-            .map(|((index, case), (before_read, after_read))| {
-                let mut call = std::mem::take(&mut calls[index]);
-                let last = index + 1 == reached;
-                let runtime = match &ran.executed.outputs {
-                    Ok(observed) => match observed.get(index) {
-                        Some(output) => RuntimeVerdict::Accepted(output.clone()),
-                        None => RuntimeVerdict::Other {
-                            message: format!("the run returned no output for input {}", index + 1),
-                            chain: vec![],
-                        },
-                    },
-                    Err(_) if index + 1 < reached => RuntimeVerdict::Accepted(RuntimeOutput {
-                        dtype: case.dtype(),
-                        shape: case.shape().to_vec(),
-                        bytes: Err(format!(
-                            "not read: the run stopped later, at input {reached}"
-                        )),
-                    }),
-                    Err(verdict) if last => verdict.clone(),
-                    Err(_) => RuntimeVerdict::NotReached {
-                        stopped_at: format!("input {reached} ({})", words(reached - 1)),
-                    },
-                };
-                let holds_values_of = match call.first().map(|call| &call.result) {
-                    Some(ProviderResult::Returned(returned)) => match &returned.bytes {
-                        ReadBack::Bytes(bytes) => self.recent.whose(cases, index, bytes),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let after_return = call
-                    .first_mut()
-                    .and_then(|call| call.input_after_return.take());
-                Outcome {
-                    runtime,
-                    calls: call,
-                    snapshot_event_domains: self.event_domains,
-                    trace: trace.clone(),
-                    leaks: if last {
-                        leaks.clone()
-                    } else if index + 1 < reached {
-                        LeakCheck::Unchecked(format!(
-                            "judged once for the whole run of {} inputs, on input {reached}",
-                            cases.len()
-                        ))
-                    } else {
-                        LeakCheck::Unchecked("the run never reached this input".to_owned())
-                    },
-                    input: InputReads {
-                        before: before_read,
-                        after_return,
-                        after_drop: Some(after_read),
-                    },
-                    held: if last { held.clone() } else { None },
-                    holds_values_of,
-                }
-            })
-            .collect();
-        self.recent.remember(cases);
-        Ok(outcomes)
+        let after_return = call
+            .first_mut()
+            .and_then(|call| call.input_after_return.take());
+        Outcome {
+            runtime,
+            calls: call,
+            snapshot_event_domains: self.event_domains,
+            trace: ended.trace.clone(),
+            leaks: ended.leaks_of(index),
+            input: InputReads {
+                before: before_read,
+                after_return,
+                after_drop: Some(after_read),
+            },
+            held: if last { ended.held.clone() } else { None },
+            holds_values_of,
+        }
     }
 
     /// Stage `cases` on the source, read their backing, run them, and read
@@ -450,6 +443,80 @@ impl Rig {
             },
         )?
     }
+}
+
+/// What a whole run ended with, shared by the outcomes of its inputs.
+struct RunEnd<'a> {
+    cases: &'a [Case],
+    /// The runtime's outputs, read, or how the run ended instead.
+    outputs: &'a Result<Vec<RuntimeOutput>, RuntimeVerdict>,
+    /// The number of inputs the run reached (at least one).
+    reached: usize,
+    /// What the run did to the devices' memory, judged on its last input.
+    leaks: LeakCheck,
+    /// The held outputs read again, reported on the last input.
+    held: Option<HeldOutputs>,
+    /// What the run did, in order.
+    trace: Vec<TraceEvent>,
+}
+
+impl RunEnd<'_> {
+    /// The runtime's verdict on input `index`.
+    fn verdict_of(&self, index: usize) -> RuntimeVerdict {
+        let reached = self.reached;
+        let last = index + 1 == reached;
+        match self.outputs {
+            Ok(observed) => match observed.get(index) {
+                Some(output) => RuntimeVerdict::Accepted(output.clone()),
+                None => RuntimeVerdict::Other {
+                    message: format!("the run returned no output for input {}", index + 1),
+                    chain: vec![],
+                },
+            },
+            Err(_) if index + 1 < reached => {
+                let case = &self.cases[index];
+                RuntimeVerdict::Accepted(RuntimeOutput {
+                    dtype: case.dtype(),
+                    shape: case.shape().to_vec(),
+                    bytes: Err(format!(
+                        "not read: the run stopped later, at input {reached}"
+                    )),
+                })
+            }
+            Err(verdict) if last => verdict.clone(),
+            Err(_) => RuntimeVerdict::NotReached {
+                stopped_at: format!("input {reached} ({})", case_words(&self.cases[reached - 1])),
+            },
+        }
+    }
+
+    /// The memory check of input `index`: the run's own on the last input
+    /// it reached, unchecked on the others.
+    fn leaks_of(&self, index: usize) -> LeakCheck {
+        let reached = self.reached;
+        if index + 1 == reached {
+            self.leaks.clone()
+        } else if index + 1 < reached {
+            LeakCheck::Unchecked(format!(
+                "judged once for the whole run of {} inputs, on input {reached}",
+                self.cases.len()
+            ))
+        } else {
+            LeakCheck::Unchecked("the run never reached this input".to_owned())
+        }
+    }
+}
+
+/// Call `i` is input `i`'s; calls past the inputs (a runtime that called
+/// the provider more than once for an input) go with the last input,
+/// whose judgement then says how many there were.
+fn calls_by_input(calls: Vec<SpyRecord>, inputs: usize) -> Vec<Vec<SpyRecord>> {
+    let mut calls = calls.into_iter();
+    let mut split: Vec<Vec<SpyRecord>> = (1..inputs)
+        .map(|_| calls.next().into_iter().collect())
+        .collect();
+    split.push(calls.collect());
+    split
 }
 
 /// `F32 [7, 3] owned`: a case in words, for messages.

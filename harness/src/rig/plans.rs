@@ -12,7 +12,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use tenferro_runtime::{CompiledGraph, ExecutionEngine, Prepared, Runtime};
+use tenferro_runtime::{CompiledGraph, EngineTarget, ExecutionEngine, Prepared, Runtime};
 use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::program::{Extents, identity_program};
@@ -81,27 +81,9 @@ impl Plans {
         inputs: &[TensorRead<'_>],
         keep: bool,
     ) -> Result<Executed, HarnessError> {
-        let signature: Signature = cases
-            .iter()
-            .map(|case| {
-                (
-                    case.dtype(),
-                    case.shape().len(),
-                    matches!(case.layout(), Layout::View(_)),
-                )
-            })
-            .collect();
-        let key: ProgramKey = cases
-            .iter()
-            .map(|case| (case.dtype(), case.shape().len()))
-            .collect();
-        if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(&signature) {
-            self.prepared.clear();
-            self.shape_specific.clear();
-        }
-        if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(&key) {
-            self.programs.clear();
-        }
+        let signature = signature_of(cases);
+        let key = program_key(cases);
+        self.make_room(&signature, &key);
         let Engines {
             runtime,
             source,
@@ -109,61 +91,151 @@ impl Plans {
             spy,
             route,
         } = engines;
-        let targets = [source.target(), destination.target()];
-        let prepare = |program: &CompiledGraph| {
-            runtime
-                .prepare(program, inputs, &targets)
-                .map_err(|error| HarnessError::Prepare {
-                    route: route.label(),
-                    source: Box::new(error),
-                })
+        let run = RunOn {
+            runtime,
+            spy,
+            route,
+            inputs,
+            targets: [source.target(), destination.target()],
+            keep,
         };
-        // A run that never called the provider was refused before it got
-        // there (or done without a transfer): nothing of it has happened
-        // yet, and it runs again on its own program.
-        let untouched = || spy.last().is_none();
         let mut engines: [&mut dyn ExecutionEngine; 2] = [source, destination];
-        if !self.shape_specific.contains(&signature) {
-            let program = match self.programs.entry(key) {
-                Entry::Occupied(entry) => entry.into_mut(),
-                Entry::Vacant(entry) => {
-                    let program = identity_program(&Extents::Symbolic(entry.key()))?;
-                    entry.insert(program)
-                }
-            };
-            let kept = match self.prepared.entry(signature.clone()) {
-                Entry::Occupied(entry) => Some((entry.into_mut(), true)),
-                Entry::Vacant(entry) => prepare(program)
-                    .ok()
-                    .map(|plan| (entry.insert(plan), false)),
-            };
-            match kept {
-                Some((plan, reused)) => {
-                    let attempt = execute(runtime, &mut engines, plan, inputs, keep, spy);
-                    if !untouched() {
-                        return Ok(attempt);
-                    }
-                    if !reused {
-                        // Its own fresh plan never reached the provider:
-                        // the engines cannot run the shape-generic program.
-                        self.prepared.remove(&signature);
-                        self.shape_specific.insert(signature);
-                    }
-                    // A kept plan refused for these shapes (an engine that
-                    // specialises on extents) stays for its own.
-                }
-                None => {
-                    self.shape_specific.insert(signature);
-                }
-            }
+        if !self.shape_specific.contains(&signature)
+            && let Some(executed) = self.run_shape_generic(&run, &mut engines, signature, key)?
+        {
+            return Ok(executed);
         }
         let exact: Vec<(DType, &[usize])> = cases
             .iter()
             .map(|case| (case.dtype(), case.shape()))
             .collect();
         let own = identity_program(&Extents::Exact(&exact))?;
-        let plan = prepare(&own)?;
-        Ok(execute(runtime, &mut engines, &plan, inputs, keep, spy))
+        let plan = run.prepare(&own)?;
+        Ok(run.execute(&mut engines, &plan))
+    }
+
+    /// Start both caches again when they are full and hold neither this
+    /// run's `signature` nor its program `key`.
+    fn make_room(&mut self, signature: &Signature, key: &ProgramKey) {
+        if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(signature) {
+            self.prepared.clear();
+            self.shape_specific.clear();
+        }
+        if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(key) {
+            self.programs.clear();
+        }
+    }
+
+    /// Run on the kept or a fresh shape-generic plan of `signature`; `None`
+    /// when that run never reached the provider (or the plan could not be
+    /// prepared), so the run goes on a plan of its own shapes.
+    fn run_shape_generic(
+        &mut self,
+        run: &RunOn<'_, '_, '_>,
+        engines: &mut [&mut dyn ExecutionEngine; 2],
+        signature: Signature,
+        key: ProgramKey,
+    ) -> Result<Option<Executed>, HarnessError> {
+        let program = match self.programs.entry(key) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                let program = identity_program(&Extents::Symbolic(entry.key()))?;
+                entry.insert(program)
+            }
+        };
+        let kept = match self.prepared.entry(signature.clone()) {
+            Entry::Occupied(entry) => Some((entry.into_mut(), true)),
+            Entry::Vacant(entry) => run
+                .prepare(program)
+                .ok()
+                .map(|plan| (entry.insert(plan), false)),
+        };
+        match kept {
+            Some((plan, reused)) => {
+                let attempt = run.execute(engines, plan);
+                if !run.untouched() {
+                    return Ok(Some(attempt));
+                }
+                if !reused {
+                    // Its own fresh plan never reached the provider:
+                    // the engines cannot run the shape-generic program.
+                    self.prepared.remove(&signature);
+                    self.shape_specific.insert(signature);
+                }
+                // A kept plan refused for these shapes (an engine that
+                // specialises on extents) stays for its own.
+            }
+            None => {
+                self.shape_specific.insert(signature);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Each input's dtype, rank and whether it is a view: the runs that share
+/// a `Prepared`.
+fn signature_of(cases: &[Case]) -> Signature {
+    cases
+        .iter()
+        .map(|case| {
+            (
+                case.dtype(),
+                case.shape().len(),
+                matches!(case.layout(), Layout::View(_)),
+            )
+        })
+        .collect()
+}
+
+/// Each input's dtype and rank: the runs that share a compiled program.
+fn program_key(cases: &[Case]) -> ProgramKey {
+    cases
+        .iter()
+        .map(|case| (case.dtype(), case.shape().len()))
+        .collect()
+}
+
+/// What one run prepares and executes its plans with.
+struct RunOn<'a, 'inputs, 'read> {
+    runtime: &'a Runtime,
+    spy: &'a Spy,
+    route: &'a Route,
+    inputs: &'inputs [TensorRead<'read>],
+    /// The (source, destination) engines' targets.
+    targets: [EngineTarget; 2],
+    /// Whether to keep the outputs `y_1..y_k`.
+    keep: bool,
+}
+
+impl RunOn<'_, '_, '_> {
+    /// Prepare `program` for the run's inputs on its engines.
+    fn prepare(&self, program: &CompiledGraph) -> Result<Prepared, HarnessError> {
+        self.runtime
+            .prepare(program, self.inputs, &self.targets)
+            .map_err(|error| HarnessError::Prepare {
+                route: self.route.label(),
+                source: Box::new(error),
+            })
+    }
+
+    /// One run of `plan` on the run's inputs ([`execute`]).
+    fn execute(&self, engines: &mut [&mut dyn ExecutionEngine; 2], plan: &Prepared) -> Executed {
+        execute(
+            self.runtime,
+            engines,
+            plan,
+            self.inputs,
+            self.keep,
+            self.spy,
+        )
+    }
+
+    /// A run that never called the provider was refused before it got
+    /// there (or done without a transfer): nothing of it has happened
+    /// yet, and it runs again on its own program.
+    fn untouched(&self) -> bool {
+        self.spy.last().is_none()
     }
 }
 

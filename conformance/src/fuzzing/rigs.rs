@@ -1,0 +1,73 @@
+//! The watchdogs the fuzzers keep between inputs, rebuilt when worn out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::{HarnessError, Route, Watchdog};
+
+/// Cases a cached rig runs before it is rebuilt: bounds what a rig keeps
+/// (prepared programs per signature, a leaky provider's allocations), so a
+/// fuzzing run of hours stays within libFuzzer's memory limit.
+const RIG_LIFETIME: usize = 256;
+
+/// Rigs kept at once; beyond this the cache starts afresh.
+const RIG_CAPACITY: usize = 32;
+
+/// Which watchdog an input needs: its provider's index, its faults, and
+/// its deadline (`None`: run on the calling thread).
+type RigKey = (usize, Vec<Fault>, Option<Duration>);
+
+/// Watchdogs kept between inputs, by provider, faults and deadline, each
+/// with the number of inputs it ran.
+#[derive(Default)]
+pub(super) struct RigPool {
+    pub(super) rigs: HashMap<RigKey, (Watchdog, usize)>,
+}
+
+impl RigPool {
+    /// The watchdog for `provider` with `faults`, built when absent or worn
+    /// out: under `deadline` on a worker thread, or with `None` on this
+    /// thread ([`Watchdog::inline`]), for inputs that cannot hang (libFuzzer's
+    /// `-timeout` bounds those, and the hand-off to a worker was a fifth of
+    /// an input's time).
+    pub(super) fn get(
+        &mut self,
+        provider: usize,
+        faults: &[Fault],
+        deadline: Option<Duration>,
+        make: impl FnOnce() -> Result<(Route, Arc<dyn TransferProvider>), HarnessError>,
+    ) -> Result<&mut Watchdog, HarnessError> {
+        let key = (provider, faults.to_vec(), deadline);
+        let worn = self
+            .rigs
+            .get(&key)
+            .is_none_or(|(_, used)| *used >= RIG_LIFETIME);
+        if worn {
+            if self.rigs.len() >= RIG_CAPACITY {
+                self.rigs.clear();
+            }
+            let (route, inner) = make()?;
+            let provider: Arc<dyn TransferProvider> = if faults.is_empty() {
+                inner
+            } else {
+                Arc::new(Broken::new(inner, faults.to_vec()))
+            };
+            let watchdog = match deadline {
+                Some(deadline) => Watchdog::new(route, provider, deadline)?,
+                None => Watchdog::inline(route, provider)?,
+            };
+            self.rigs.insert(key.clone(), (watchdog, 0));
+        }
+        let (watchdog, used) =
+            self.rigs
+                .get_mut(&key)
+                .ok_or_else(|| HarnessError::InvalidRoute {
+                    reason: "the rig just built is missing from the pool".to_owned(),
+                })?;
+        *used += 1;
+        Ok(watchdog)
+    }
+}
