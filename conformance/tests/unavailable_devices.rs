@@ -7,8 +7,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use tenferro_transfer_conformance::adapter::*;
+use tenferro_transfer_conformance::cuda::REQUIRE_CUDA_ENV;
 use tenferro_transfer_conformance::cuda::cuda_unavailable_reason;
-use tenferro_transfer_conformance::harness::{REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV};
+use tenferro_transfer_conformance::harness::REQUIRE_DEVICES_ENV;
 
 /// A vendor's device whose driver is not installed on this machine.
 #[derive(Debug)]

@@ -67,7 +67,7 @@ pub use error::CudaError;
 pub use providers::{CudaDownload, CudaEarlyReturn, CudaUpload, EARLY_RETURN_HOLD};
 #[cfg(feature = "cuda")]
 pub use round_trip::{RoundTripOutcome, round_trip};
-pub use routes::{CudaRoutes, cuda_required, cuda_unavailable_reason};
+pub use routes::{CudaRoutes, REQUIRE_CUDA_ENV, cuda_required, cuda_unavailable_reason};
 
 /// Why no CUDA device can be used, or `None` when one can: no driver
 /// (libcuda cannot be loaded) or no device. Probed without opening anything,

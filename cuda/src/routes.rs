@@ -5,6 +5,22 @@
 
 use tenferro_transfer_harness::{Endpoint, HarnessError, Route, Settings};
 
+/// `TRANSFER_CONFORMANCE_REQUIRE_CUDA`: `1` requires CUDA, a missing GPU
+/// failing every case of the CUDA routes instead of skipping them. It is
+/// the harness's alias of `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`, as
+/// every device kind has one
+/// ([`REQUIRE_KIND_ENV`](tenferro_transfer_harness::REQUIRE_KIND_ENV)).
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_cuda::REQUIRE_CUDA_ENV;
+/// use tenferro_transfer_harness::require_kind_env;
+///
+/// assert_eq!(REQUIRE_CUDA_ENV, require_kind_env("cuda"));
+/// ```
+pub const REQUIRE_CUDA_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_CUDA";
+
 /// Whether the settings require CUDA (`TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`,
 /// or `TRANSFER_CONFORMANCE_REQUIRE_DEVICES` naming `cuda` or `all`). A
 /// setting the suite does not know counts as not requiring it here; the

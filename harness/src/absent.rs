@@ -10,8 +10,8 @@ use crate::{
 };
 
 /// Whether the settings require a device of `kind` (`all`, or
-/// [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) naming it; `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1`
-/// for `cuda`). A setting the suite does not know counts as requiring
+/// [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) naming it, or its
+/// alias [`REQUIRE_KIND_ENV`](crate::REQUIRE_KIND_ENV) set to `1`). A setting the suite does not know counts as requiring
 /// nothing here; the run that reads the settings reports it.
 pub fn device_required(kind: &str) -> bool {
     crate::Settings::current().is_ok_and(|settings| settings.require_devices.requires(kind))

@@ -29,10 +29,10 @@ use crate::{PlacementRule, StorageRule};
 #[derive(Clone, Debug, Eq, PartialEq)]
 #[non_exhaustive]
 pub struct DeviceDescription {
-    /// The endpoint's name in reports (`host`, `sim0`, `cuda0`, `npu0`).
+    /// The endpoint's name in reports (`host`, `sim0`, `npu0`).
     pub name: String,
     /// The kind of device, for [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV)
-    /// (`host`, `sim`, `cuda`, or your own).
+    /// (`host`, `sim`, or your own).
     pub kind: String,
     /// The engine id the runtime knows the device's engine by; it must
     /// differ from the other side's.

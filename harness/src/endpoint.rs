@@ -3,8 +3,9 @@
 //! route, which holds any such adapter.
 //!
 //! Nothing outside an adapter's own module names a concrete device: the
-//! host (tenferro-cpu), the simulated devices and CUDA are three adapters
-//! of this trait, written the way a vendor writes theirs.
+//! host (tenferro-cpu) is the harness's one adapter of this trait; the
+//! simulated devices and the GPU adapters live in crates of their own
+//! above it, written the way a vendor writes theirs.
 
 use std::any::Any;
 use std::fmt;
@@ -44,7 +45,7 @@ pub enum Availability {
     /// The device is not here: every case of its routes is a skip with
     /// this reason (a failure where the user requires the device).
     Unavailable {
-        /// Why not, e.g. "no driver: libcuda could not be loaded".
+        /// Why not, e.g. "no driver: the device library could not be loaded".
         reason: String,
     },
 }
@@ -139,7 +140,7 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// class, and what a correct output on it looks like. Asked once when
     /// the endpoint is made (name, kind and identities), and again for the
     /// rules each time a case is judged (a device whose allocation domain
-    /// changes, as a reopened CUDA runtime's does, answers the current one).
+    /// changes, as a reopened GPU runtime's does, answers the current one).
     fn describe(&self) -> DeviceDescription;
 
     /// The runtime registration of this device's engine in `role`
@@ -490,7 +491,7 @@ impl Endpoint {
     /// `Ok` when the device is available; otherwise
     /// [`HarnessError::Unavailable`] (a skip) or, where the settings
     /// require this endpoint's kind ([`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV) naming it or
-    /// `all`; `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` for `cuda`),
+    /// `all`; its alias [`REQUIRE_KIND_ENV`](crate::REQUIRE_KIND_ENV) set to `1`),
     /// [`HarnessError::DeviceRequired`] (a failure).
     ///
     /// # Errors

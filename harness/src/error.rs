@@ -64,14 +64,14 @@ pub enum HarnessError {
         reason: String,
     },
     /// A device is not available here, and the user requires it
-    /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names its kind, or
-    /// `TRANSFER_CONFORMANCE_REQUIRE_CUDA=1` for CUDA): a failure.
+    /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES` names its kind, or its
+    /// alias `TRANSFER_CONFORMANCE_REQUIRE_<KIND>=1` is set): a failure.
     #[error("{setting} requires the {kind} device, but {reason}")]
     DeviceRequired {
         /// The device kind required.
         kind: String,
         /// The setting that requires it, as the user wrote it
-        /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`).
+        /// (`TRANSFER_CONFORMANCE_REQUIRE_DEVICES=npu`).
         setting: String,
         /// Why it is not available.
         reason: String,

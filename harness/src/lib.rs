@@ -87,7 +87,8 @@ pub use rig::{HOLD_RECENT, Rig};
 pub use route::{PlacementRule, Route, StorageRule};
 pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
 pub use settings::{
-    REQUIRE_CUDA_ENV, REQUIRE_DEVICES_ENV, RequiredDevices, SettingDoc, Settings, SettingsError,
+    REQUIRE_DEVICES_ENV, REQUIRE_KIND_ENV, RequiredDevices, SettingDoc, Settings, SettingsError,
+    require_kind_env,
 };
 pub use skip::{announce_skip, route_or_skip};
 pub use spy::{

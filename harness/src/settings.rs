@@ -34,9 +34,43 @@ pub const REPORT_FILE_ENV: &str = "TRANSFER_CONFORMANCE_REPORT";
 /// `TRANSFER_CONFORMANCE_REQUIRE_DEVICES`: `all`, or device kinds
 /// (comma-separated), whose absence is a failure instead of a skip.
 pub const REQUIRE_DEVICES_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_DEVICES";
-/// `TRANSFER_CONFORMANCE_REQUIRE_CUDA`: `1` is an alias of
-/// `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`.
-pub const REQUIRE_CUDA_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_CUDA";
+/// `TRANSFER_CONFORMANCE_REQUIRE_<KIND>`: `1` is an alias of
+/// `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=<kind>`, for any device kind: the
+/// kind in capitals, each `-` written `_` (`TRANSFER_CONFORMANCE_REQUIRE_SIM=1`,
+/// `TRANSFER_CONFORMANCE_REQUIRE_VENDOR_NPU=1` for `vendor-npu`). A device
+/// crate may name its own alias; [`require_kind_env`] writes it.
+pub const REQUIRE_KIND_ENV: &str = "TRANSFER_CONFORMANCE_REQUIRE_<KIND>";
+
+/// The prefix of a device kind's alias ([`REQUIRE_KIND_ENV`]).
+const REQUIRE_KIND_PREFIX: &str = "TRANSFER_CONFORMANCE_REQUIRE_";
+
+/// The variable that requires devices of `kind` ([`REQUIRE_KIND_ENV`]).
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::settings::require_kind_env;
+///
+/// assert_eq!(require_kind_env("vendor-npu"), "TRANSFER_CONFORMANCE_REQUIRE_VENDOR_NPU");
+/// ```
+pub fn require_kind_env(kind: &str) -> String {
+    format!(
+        "{REQUIRE_KIND_PREFIX}{}",
+        kind.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// The device kind a variable `name` of the form [`REQUIRE_KIND_ENV`]
+/// requires, or `None` for any other variable.
+fn required_kind(name: &str) -> Option<String> {
+    let kind = name.strip_prefix(REQUIRE_KIND_PREFIX)?;
+    let well_formed = !kind.is_empty()
+        && kind != "DEVICES"
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    well_formed.then(|| kind.to_ascii_lowercase().replace('_', "-"))
+}
 /// `NEXTEST_RUN_ID`: set by nextest; the suite then runs once per test
 /// binary and its other test processes read the run.
 pub const NEXTEST_RUN_ID_ENV: &str = "NEXTEST_RUN_ID";
@@ -121,17 +155,17 @@ pub const SETTINGS: [SettingDoc; 10] = [
     },
     SettingDoc {
         name: REQUIRE_DEVICES_ENV,
-        values: "`all`, or device kinds, comma-separated (`cuda`, `sim`, your adapter's `kind`)",
+        values: "`all`, or device kinds, comma-separated (`sim`, your adapter's `kind`)",
         default: "unset: an absent device is a skip",
         effect: "an absent device of a named kind fails every case of its routes instead of skipping them",
         read_by: "`cargo test` (`ProviderSuite`); every CLI command that runs providers",
         vendor_facing: true,
     },
     SettingDoc {
-        name: REQUIRE_CUDA_ENV,
+        name: REQUIRE_KIND_ENV,
         values: "`1` or `0`",
         default: "`0`",
-        effect: "`1` is an alias of `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=cuda`",
+        effect: "`1` is an alias of `TRANSFER_CONFORMANCE_REQUIRE_DEVICES=<kind>`, the kind in capitals with `-` written `_` (`TRANSFER_CONFORMANCE_REQUIRE_SIM=1`)",
         read_by: "`cargo test` (`ProviderSuite`); every CLI command that runs providers",
         vendor_facing: true,
     },
@@ -153,7 +187,7 @@ pub enum SettingsError {
     #[error("{name}={value} is not a valid value; it takes {expected}")]
     BadValue {
         /// The variable.
-        name: &'static str,
+        name: String,
         /// The value given.
         value: String,
         /// What it takes.
@@ -203,12 +237,12 @@ impl RequiredDevices {
 ///
 /// let settings = Settings::from_vars([
 ///     ("TRANSFER_CONFORMANCE_PROFILE", "deep"),
-///     ("TRANSFER_CONFORMANCE_REQUIRE_CUDA", "1"),
+///     ("TRANSFER_CONFORMANCE_REQUIRE_VENDOR_NPU", "1"),
 ///     ("PATH", "/usr/bin"),
 /// ])
 /// .unwrap();
 /// assert_eq!(settings.profile, Some(Profile::Deep));
-/// assert!(settings.require_devices.requires("cuda"));
+/// assert!(settings.require_devices.requires("vendor-npu"));
 ///
 /// let typo = Settings::from_vars([("TRANSFER_CONFORMANCE_PROFIL", "deep")]).unwrap_err();
 /// assert!(matches!(typo, SettingsError::UnknownVariable { .. }));
@@ -232,7 +266,7 @@ pub struct Settings {
     pub no_skip: bool,
     /// [`REPORT_FILE_ENV`].
     pub report_file: Option<PathBuf>,
-    /// [`REQUIRE_DEVICES_ENV`] and [`REQUIRE_CUDA_ENV`].
+    /// [`REQUIRE_DEVICES_ENV`] and every [`REQUIRE_KIND_ENV`].
     pub require_devices: RequiredDevices,
     /// The setting that required devices, as written, for messages.
     pub require_setting: Option<String>,
@@ -240,12 +274,12 @@ pub struct Settings {
     pub nextest_run_id: Option<String>,
 }
 
-fn flag(name: &'static str, value: &str) -> Result<bool, SettingsError> {
+fn flag(name: &str, value: &str) -> Result<bool, SettingsError> {
     match value.trim() {
         "1" => Ok(true),
         "0" | "" => Ok(false),
         _ => Err(SettingsError::BadValue {
-            name,
+            name: name.to_owned(),
             value: value.to_owned(),
             expected: "`1` or `0`",
         }),
@@ -304,22 +338,29 @@ impl Settings {
         vars: impl IntoIterator<Item = (N, V)>,
     ) -> Result<Self, SettingsError> {
         let mut settings = Settings::default();
-        let mut require_cuda = false;
+        let mut aliases = Vec::new();
         for (name, value) in vars {
             let (name, value) = (name.as_ref(), value.as_ref());
-            match name {
-                REQUIRE_CUDA_ENV => require_cuda = flag(REQUIRE_CUDA_ENV, value)?,
-                other => settings.read(other, value)?,
+            match required_kind(name) {
+                Some(kind) => {
+                    if flag(name, value)? {
+                        aliases.push((name.to_owned(), kind));
+                    }
+                }
+                None => settings.read(name, value)?,
             }
         }
-        if require_cuda && !settings.require_devices.requires("cuda") {
-            settings.require_cuda();
+        aliases.sort();
+        for (name, kind) in aliases {
+            if !settings.require_devices.requires(&kind) {
+                settings.require_kind(&name, kind);
+            }
         }
         Ok(settings)
     }
 
     /// Read the variable `name`, set to `value`, into these settings
-    /// (all but [`REQUIRE_CUDA_ENV`], which is read last); a variable
+    /// (all but the [`REQUIRE_KIND_ENV`] aliases, read last); a variable
     /// outside the suite's is ignored.
     fn read(&mut self, name: &str, value: &str) -> Result<(), SettingsError> {
         match name {
@@ -327,7 +368,7 @@ impl Settings {
                 self.profile =
                     Some(
                         Profile::from_str(value.trim()).map_err(|_| SettingsError::BadValue {
-                            name: PROFILE_ENV,
+                            name: PROFILE_ENV.to_owned(),
                             value: value.to_owned(),
                             expected: "`quick`, `default` or `deep`",
                         })?,
@@ -335,7 +376,7 @@ impl Settings {
             }
             SEED_ENV => {
                 self.seed = Some(value.trim().parse().map_err(|_| SettingsError::BadValue {
-                    name: SEED_ENV,
+                    name: SEED_ENV.to_owned(),
                     value: value.to_owned(),
                     expected: "an unsigned integer",
                 })?);
@@ -370,18 +411,19 @@ impl Settings {
         }
     }
 
-    /// Add CUDA to the required devices, as [`REQUIRE_CUDA_ENV`] asks,
-    /// naming that setting when no other required devices.
-    fn require_cuda(&mut self) {
+    /// Add `kind` to the required devices, as its alias `name`
+    /// ([`REQUIRE_KIND_ENV`]) asks, naming that setting when no other
+    /// required devices.
+    fn require_kind(&mut self, name: &str, kind: String) {
         self.require_devices = match std::mem::take(&mut self.require_devices) {
             RequiredDevices::Kinds(mut kinds) => {
-                kinds.push("cuda".to_owned());
+                kinds.push(kind);
                 RequiredDevices::Kinds(kinds)
             }
-            _ => RequiredDevices::Kinds(vec!["cuda".to_owned()]),
+            _ => RequiredDevices::Kinds(vec![kind]),
         };
         if self.require_setting.is_none() {
-            self.require_setting = Some(format!("{REQUIRE_CUDA_ENV}=1"));
+            self.require_setting = Some(format!("{name}=1"));
         }
     }
 
@@ -405,7 +447,8 @@ mod tests {
         for setting in SETTINGS {
             // A value no setting takes: a flag rejects it, the others
             // either reject it or keep it.
-            let read = Settings::from_vars([(setting.name, "1")]);
+            let name = setting.name.replace("<KIND>", "SIM");
+            let read = Settings::from_vars([(name.as_str(), "1")]);
             assert!(
                 !matches!(read, Err(SettingsError::UnknownVariable { .. })),
                 "{} is in the table but not read",
@@ -415,18 +458,34 @@ mod tests {
     }
 
     #[test]
-    fn the_cuda_alias_requires_cuda_and_names_itself() {
-        let settings = Settings::from_vars([(REQUIRE_CUDA_ENV, "1")]).unwrap();
-        assert!(settings.require_devices.requires("cuda"));
+    fn a_kind_alias_requires_its_kind_and_names_itself() {
+        let npu = require_kind_env("vendor-npu");
+        let settings = Settings::from_vars([(npu.as_str(), "1")]).unwrap();
+        assert!(settings.require_devices.requires("vendor-npu"));
         assert!(!settings.require_devices.requires("sim"));
         assert_eq!(
-            settings.requiring("cuda").as_deref(),
-            Some("TRANSFER_CONFORMANCE_REQUIRE_CUDA=1")
+            settings.requiring("vendor-npu").as_deref(),
+            Some("TRANSFER_CONFORMANCE_REQUIRE_VENDOR_NPU=1")
         );
+        let off = Settings::from_vars([(npu.as_str(), "0")]).unwrap();
+        assert_eq!(off.require_devices, RequiredDevices::None);
+        // Beside the list, the alias adds its kind and the list is named.
+        let both =
+            Settings::from_vars([(npu.as_str(), "1"), (REQUIRE_DEVICES_ENV, "sim")]).unwrap();
+        assert!(both.require_devices.requires("vendor-npu"));
+        assert!(both.require_devices.requires("sim"));
+        assert_eq!(
+            both.requiring("sim").as_deref(),
+            Some("TRANSFER_CONFORMANCE_REQUIRE_DEVICES=sim")
+        );
+        // Not aliases: the list itself, and names no kind is written as.
+        assert_eq!(required_kind(REQUIRE_DEVICES_ENV), None);
+        assert_eq!(required_kind("TRANSFER_CONFORMANCE_REQUIRE_"), None);
+        assert_eq!(required_kind("TRANSFER_CONFORMANCE_REQUIRE_npu"), None);
         let all = Settings::from_vars([(REQUIRE_DEVICES_ENV, "all")]).unwrap();
         assert!(all.require_devices.requires("vendor-npu"));
         assert_eq!(
-            all.requiring("cuda").as_deref(),
+            all.requiring("npu").as_deref(),
             Some("TRANSFER_CONFORMANCE_REQUIRE_DEVICES=all")
         );
     }
@@ -437,7 +496,7 @@ mod tests {
             (PROFILE_ENV, "fast"),
             (SEED_ENV, "-1"),
             (NO_SKIP_ENV, "yes"),
-            (REQUIRE_CUDA_ENV, "true"),
+            ("TRANSFER_CONFORMANCE_REQUIRE_SIM", "true"),
         ] {
             let error = Settings::from_vars([(name, value)]).unwrap_err();
             assert!(

@@ -4,8 +4,8 @@
 #![cfg(not(feature = "cuda"))]
 
 use example_cuda_vendor::ENABLE_CUDA;
-use tenferro_transfer_conformance::cuda::cuda_required;
-use tenferro_transfer_conformance::harness::{REQUIRE_CUDA_ENV, announce_skip};
+use tenferro_transfer_conformance::cuda::{REQUIRE_CUDA_ENV, cuda_required};
+use tenferro_transfer_conformance::harness::announce_skip;
 
 #[test]
 fn cuda_providers_need_the_cuda_feature() {

@@ -1,6 +1,6 @@
-//! The harness's own device adapter: the host (tenferro-cpu). CUDA's lives
-//! in [`crate::cuda`], behind its feature; the simulated devices' in their
-//! own crate. Each is written the way a vendor writes theirs, through
+//! The harness's own device adapter: the host (tenferro-cpu). Every other
+//! device's lives in a crate of its own above the harness (the simulated
+//! devices', the GPU adapters'). Each is written the way a vendor writes theirs, through
 //! [`crate::DeviceEndpoint`] only.
 
 pub(crate) mod host;
