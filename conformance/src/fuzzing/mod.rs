@@ -279,6 +279,7 @@ impl ContractFuzzer {
             JudgedAs::Inside,
             Some(&plan as &dyn CaseHook),
         );
+        let reached = reached_cases(&cases, &runs);
         // Every input of the run judged, as one judgement.
         let (judgement, outcome) = match merged(&cases, runs) {
             CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
@@ -297,7 +298,7 @@ impl ContractFuzzer {
                 builtin,
                 faults: &input.faults,
                 plan: &plan,
-                cases: &cases,
+                reached: &reached,
                 case: &case,
                 route: &route,
                 judgement: &judgement,
@@ -317,7 +318,7 @@ impl ContractFuzzer {
     ) -> Result<Checked, FuzzFailure> {
         if let Some(spec) = spec {
             if !judged
-                .cases
+                .reached
                 .iter()
                 .any(|case| spec.applies(case, judged.route))
             {
@@ -359,18 +360,34 @@ impl ContractFuzzer {
 }
 
 /// One input's run once judged, with what it is held to: its built-in
-/// provider, faults and plan, its cases and the first of them, its route,
-/// judgement and outcome, and the context a failure names.
+/// provider, faults and plan, the cases the run reached and its first
+/// case, its route, judgement and outcome, and the context a failure
+/// names.
 struct JudgedInput<'a> {
     builtin: BuiltinProvider,
     faults: &'a [Fault],
     plan: &'a FaultPlan,
-    cases: &'a [Case],
+    /// The cases whose input reached the provider: a run that the runtime
+    /// stopped at an earlier input's output (a residency or placement
+    /// violation it checks) never moves the later ones, so a broken
+    /// provider's fault can show only on the inputs before.
+    reached: &'a [Case],
     case: &'a Case,
     route: &'a Route,
     judgement: &'a Judgement,
     outcome: &'a Outcome,
     context: &'a str,
+}
+
+/// The cases of a run whose input reached the provider (the Spy saw a call
+/// for it).
+fn reached_cases(cases: &[Case], runs: &[CaseRun]) -> Vec<Case> {
+    cases
+        .iter()
+        .zip(runs)
+        .filter(|(_, run)| matches!(run, CaseRun::Judged(_, outcome) if !outcome.calls.is_empty()))
+        .map(|(case, _)| case.clone())
+        .collect()
 }
 
 /// The pooled watchdog of `builtin` (at `index`) with `input`'s faults,
