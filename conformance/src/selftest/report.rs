@@ -163,7 +163,7 @@ impl SelfTestReport {
             .max(8);
         let mut out = format!("{:<name_width$}", "provider");
         for rule in &rules {
-            let _ = write!(out, " {:>3}", abbreviation(*rule));
+            let _ = write!(out, " {:>3}", rule.abbreviation());
         }
         out.push_str("  cases missed false-alarms expected-errors\n");
         for row in &self.providers {
@@ -192,7 +192,7 @@ impl SelfTestReport {
         out.push_str(
             &rules
                 .iter()
-                .map(|rule| format!("{}={}", abbreviation(*rule), rule.id()))
+                .map(|rule| format!("{}={}", rule.abbreviation(), rule.id()))
                 .collect::<Vec<_>>()
                 .join(" "),
         );
@@ -214,27 +214,5 @@ impl SelfTestReport {
             if self.passed() { "PASS" } else { "FAIL" }
         );
         out
-    }
-}
-
-fn abbreviation(rule: Rule) -> &'static str {
-    match rule {
-        Rule::Dtype => "dt",
-        Rule::Shape => "sh",
-        Rule::BufferLength => "bl",
-        Rule::Placement => "pl",
-        Rule::Residency => "rs",
-        Rule::Completion => "cm",
-        Rule::Values => "va",
-        Rule::NoError => "ne",
-        Rule::NoPanic => "np",
-        Rule::Deadline => "dl",
-        Rule::NoLeak => "lk",
-        Rule::CapabilityHonesty => "ch",
-        Rule::RuntimeAgreement => "ra",
-        Rule::InputIntact => "ii",
-        Rule::OutputStable => "os",
-        // A rule the catalogue grows later: its first letters.
-        other => other.id().get(..2).unwrap_or("??"),
     }
 }
