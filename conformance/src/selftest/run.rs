@@ -326,14 +326,7 @@ impl Matrix {
                     let Ok(inner) = provider.provider(&route) else {
                         continue;
                     };
-                    let plan = Exercise {
-                        expected: &[],
-                        applies: &always,
-                        deadline: SELFTEST_DEADLINE,
-                        plan: None,
-                        expects_error: false,
-                        exercised: *exercised,
-                    };
+                    let plan = Exercise::clean(*exercised);
                     exercise(
                         &route,
                         control.wrap(inner),
@@ -402,14 +395,7 @@ impl Matrix {
             let mut tally = Tally::default();
             match provider.provider(route) {
                 Ok(inner) => {
-                    let plan = Exercise {
-                        expected: &[],
-                        applies: &always,
-                        deadline: SELFTEST_DEADLINE,
-                        plan: None,
-                        expects_error: false,
-                        exercised: Exercised::Plainly,
-                    };
+                    let plan = Exercise::clean(Exercised::Plainly);
                     exercise(route, inner, &plan, &mut tally, &mut self.disagreements)
                 }
                 Err(error) => tally.examples.push(error.to_string()),

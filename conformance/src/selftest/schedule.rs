@@ -36,6 +36,21 @@ pub(super) struct Exercise<'a> {
     pub(super) exercised: Exercised,
 }
 
+impl Exercise<'static> {
+    /// A correct provider's exercise, `exercised` so: every case, under the
+    /// self-test's deadline, no device fault, and no rule may fire.
+    pub(super) fn clean(exercised: Exercised) -> Self {
+        Exercise {
+            expected: &[],
+            applies: &super::catalogue::always,
+            deadline: super::catalogue::SELFTEST_DEADLINE,
+            plan: None,
+            expects_error: false,
+            exercised,
+        }
+    }
+}
+
 /// The recipe of the patterned `case` with seeded values: another input of
 /// its dtype, shape and layout.
 fn seeded(case: &Case, seed: u64) -> Result<Case, HarnessError> {

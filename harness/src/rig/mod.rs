@@ -217,11 +217,8 @@ impl Rig {
     /// Returns [`HarnessError::Prepare`] if the runtime refuses to plan the
     /// route, or a staging error if tenferro rejects the case's input.
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
-        let mut outcomes = self.run_together(std::slice::from_ref(case))?;
-        outcomes.pop().ok_or_else(|| HarnessError::HarnessFault {
-            route: self.route.label(),
-            reason: "a run of one input gave no outcome".to_owned(),
-        })
+        let outcomes = self.run_together(std::slice::from_ref(case))?;
+        sole_outcome(&self.route, outcomes)
     }
 
     /// Move every input of `cases` through the provider in one run, in
@@ -551,5 +548,17 @@ fn lost_call(failed: Option<&RuntimeVerdict>, route: &Route) -> Result<(), Harne
     Err(HarnessError::HarnessFault {
         route: route.label(),
         reason: message,
+    })
+}
+
+/// The outcome of a run of one input, from the outcomes `run_together`
+/// returned for it.
+pub(crate) fn sole_outcome(
+    route: &Route,
+    mut outcomes: Vec<Outcome>,
+) -> Result<Outcome, HarnessError> {
+    outcomes.pop().ok_or_else(|| HarnessError::HarnessFault {
+        route: route.label(),
+        reason: "a run of one input gave no outcome".to_owned(),
     })
 }

@@ -250,11 +250,8 @@ impl Watchdog {
     ///
     /// As [`Rig::run`], or a worker that could not be started or died.
     pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
-        let mut outcomes = self.run_together(std::slice::from_ref(case))?;
-        outcomes.pop().ok_or_else(|| HarnessError::HarnessFault {
-            route: self.route.label(),
-            reason: "a run of one input gave no outcome".to_owned(),
-        })
+        let outcomes = self.run_together(std::slice::from_ref(case))?;
+        crate::rig::sole_outcome(&self.route, outcomes)
     }
 
     /// Move the inputs of `cases` in one run ([`Rig::run_together`]) under
