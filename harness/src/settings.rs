@@ -64,8 +64,11 @@ pub fn require_kind_env(kind: &str) -> String {
 /// requires, or `None` for any other variable.
 fn required_kind(name: &str) -> Option<String> {
     let kind = name.strip_prefix(REQUIRE_KIND_PREFIX)?;
+    // `_DEVICES` is the list itself, and `_DEVICE` a typo of it, not a
+    // kind: both stay unknown to this reading.
     let well_formed = !kind.is_empty()
         && kind != "DEVICES"
+        && kind != "DEVICE"
         && kind
             .chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
@@ -480,6 +483,10 @@ mod tests {
         );
         // Not aliases: the list itself, and names no kind is written as.
         assert_eq!(required_kind(REQUIRE_DEVICES_ENV), None);
+        assert!(matches!(
+            Settings::from_vars([("TRANSFER_CONFORMANCE_REQUIRE_DEVICE", "1")]),
+            Err(SettingsError::UnknownVariable { .. })
+        ));
         assert_eq!(required_kind("TRANSFER_CONFORMANCE_REQUIRE_"), None);
         assert_eq!(required_kind("TRANSFER_CONFORMANCE_REQUIRE_npu"), None);
         let all = Settings::from_vars([(REQUIRE_DEVICES_ENV, "all")]).unwrap();
