@@ -379,14 +379,18 @@ struct JudgedInput<'a> {
     context: &'a str,
 }
 
-/// The cases of a run whose input reached the provider (the Spy saw a call
-/// for it).
+/// The cases of a run whose input reached the provider: the first, where
+/// every run starts (as a single input was always held to its faults,
+/// whatever its call recorded), and each later one the Spy saw a call for.
 fn reached_cases(cases: &[Case], runs: &[CaseRun]) -> Vec<Case> {
     cases
         .iter()
         .zip(runs)
-        .filter(|(_, run)| matches!(run, CaseRun::Judged(_, outcome) if !outcome.calls.is_empty()))
-        .map(|(case, _)| case.clone())
+        .enumerate()
+        .filter(|(index, (_, run))| {
+            *index == 0 || matches!(run, CaseRun::Judged(_, outcome) if !outcome.calls.is_empty())
+        })
+        .map(|(_, (case, _))| case.clone())
         .collect()
 }
 
