@@ -215,7 +215,7 @@ impl HarnessError {
 /// ```
 pub fn describe_error(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
-    for cause in crate::source_chain(error) {
+    for cause in source_chain(error) {
         text.push_str("\n  caused by: ");
         text.push_str(&cause);
     }
@@ -258,4 +258,15 @@ where
     fn adapter_context(self, context: impl Into<String>) -> Result<T, HarnessError> {
         self.map_err(|source| HarnessError::adapter(context, source))
     }
+}
+
+/// Display of every error below `error` in its `source()` chain.
+pub fn source_chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut chain = Vec::new();
+    let mut next = error.source();
+    while let Some(source) = next {
+        chain.push(source.to_string());
+        next = source.source();
+    }
+    chain
 }

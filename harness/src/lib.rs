@@ -24,83 +24,75 @@
 // rule-by-rule checks are the allowed exception, marked where they are.
 #![warn(clippy::too_many_lines)]
 
-mod absent;
-mod accounting;
-mod adapters;
-#[cfg(feature = "arbitrary")]
-mod arbitrary_impls;
-mod capabilities;
-mod case;
-mod compact;
-mod completion;
-mod description;
-mod device_error;
-mod effects;
-mod element;
-mod endpoint;
+// The layers, lowest first; each imports only those below it (the
+// crate's root holds the errors and the settings every layer reads).
+mod device;
+mod draw;
 mod error;
-pub mod hold;
-mod honesty;
-mod host;
-mod image_diff;
-mod judgement;
-mod ledger;
-mod oracle;
-mod outcome;
-mod registration;
-mod rig;
-mod route;
-mod rule;
+mod judge;
+mod run;
 pub mod settings;
-mod skip;
-mod special_values;
-mod spy;
-mod stage;
-pub mod strategy;
-pub mod trace;
-mod watchdog;
+mod values;
 
-pub use absent::device_required;
-pub use accounting::{KeptMemory, Leak, MemoryGrowth, MemoryInUse, PhaseMemory};
-pub use adapters::host::{CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain};
-#[cfg(feature = "arbitrary")]
-pub use arbitrary_impls::FUZZ_PROFILE;
-pub use case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
-pub use compact::{
-    compact_strides, gather, is_compact, read_compact, read_view, strided_positions,
-};
-pub use completion::CompletionState;
-pub use description::DeviceDescription;
-pub use device_error::DeviceError;
-pub use effects::{ChangedOutput, HeldOutputs, InputReads};
-pub use element::{Element, PRESET_DTYPES, element_width};
-pub use endpoint::{Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, stage_via_host};
-pub use error::{AdapterContext, HarnessError, describe_error};
-pub use honesty::{
-    CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
-};
-pub use host::HostProvider;
-pub use judgement::{Judgement, Unchecked, Violation};
-pub use ledger::{Allocation, AllocationLedger, LedgerMark};
-pub use oracle::{INSIDE_CAPABILITIES, Oracle, abandoned_reason, not_reached_reason};
-pub use outcome::{
-    ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
-};
-pub use registration::{declared_ingress, reregister, reshape_only};
-pub use rig::{HOLD_RECENT, Rig};
-pub use route::{PlacementRule, Route, StorageRule};
-pub use rule::{RUNTIME_ORDER, Rule, UnknownRule};
+pub use draw::strategy;
+pub use run::{hold, trace};
+
+// The errors, and the settings every layer reads.
+pub use error::{AdapterContext, HarnessError, describe_error, source_chain};
 pub use settings::{
     REQUIRE_DEVICES_ENV, REQUIRE_KIND_ENV, RequiredDevices, SettingDoc, Settings, SettingsError,
     require_kind_env,
 };
-pub use skip::{announce_skip, route_or_skip};
-pub use spy::{
-    ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
-    source_chain,
+
+// values: what a case is.
+pub use values::case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
+pub use values::compact::{
+    compact_strides, gather, is_compact, read_compact, read_view, strided_positions,
 };
-pub use trace::{Trace, TraceEvent};
-pub use watchdog::{DEFAULT_DEADLINE, RouteDeadline, Watchdog};
+pub use values::element::{Element, PRESET_DTYPES, element_width};
+
+// device: the device adapter API.
+pub use device::absent::device_required;
+pub use device::completion::CompletionState;
+pub use device::description::DeviceDescription;
+pub use device::device_error::DeviceError;
+pub use device::endpoint::{
+    Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, stage_via_host,
+};
+pub use device::host::adapter::{
+    CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain,
+};
+pub use device::host::provider::HostProvider;
+pub use device::ledger::{Allocation, AllocationLedger, LedgerMark};
+pub use device::memory::{MemoryGrowth, MemoryInUse};
+pub use device::registration::{declared_ingress, reregister, reshape_only};
+pub use device::route::{PlacementRule, Route, StorageRule};
+pub use device::skip::{announce_skip, route_or_skip};
+
+// run: running a case.
+pub use run::accounting::{KeptMemory, Leak, PhaseMemory};
+pub use run::effects::{ChangedOutput, HeldOutputs, InputReads};
+pub use run::outcome::{
+    ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
+};
+pub use run::rig::{HOLD_RECENT, Rig};
+pub use run::spy::{
+    ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
+};
+pub use run::trace::{Trace, TraceEvent};
+pub use run::watchdog::{DEFAULT_DEADLINE, RouteDeadline, Watchdog};
+
+// judge: judging it.
+pub use judge::judgement::{Judgement, Unchecked, Violation};
+pub use judge::oracle::{INSIDE_CAPABILITIES, Oracle, abandoned_reason, not_reached_reason};
+pub use judge::rule::{RUNTIME_ORDER, Rule, UnknownRule};
+
+// draw: drawing cases.
+#[cfg(feature = "arbitrary")]
+pub use draw::arbitrary_impls::FUZZ_PROFILE;
+pub use draw::honesty::{
+    CapabilityGate, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS, MAX_EXCEEDED_RANK, OutsideCase,
+};
 
 /// What [`with_element!`] expands to names; an implementation detail.
 #[doc(hidden)]

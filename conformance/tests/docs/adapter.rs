@@ -103,7 +103,7 @@ fn install_lines_match_whether_the_crate_is_published() {
 
 /// The methods of `DeviceEndpoint`, read from its source.
 fn adapter_trait_methods() -> Vec<String> {
-    let source = include_str!("../../../harness/src/endpoint.rs");
+    let source = include_str!("../../../harness/src/device/endpoint.rs");
     let body = source
         .split_once("pub trait DeviceEndpoint")
         .expect("endpoint.rs declares DeviceEndpoint")

@@ -1,0 +1,153 @@
+//! The rules on what a transfer does besides its output: `no-leak` (what
+//! the devices' accounting left behind), `input-intact` (the borrowed
+//! input's backing unchanged) and `output-stable` (earlier outputs the
+//! caller holds unchanged).
+
+use crate::judge::judgement::Judgement;
+use crate::values::image_diff::compare_images;
+use crate::{Case, LeakCheck, ReadBack, Rule};
+
+/// `no-leak`: what the accounting of the devices left behind.
+pub(super) fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
+    let found = match leaks {
+        LeakCheck::Checked(found) => found,
+        LeakCheck::Unchecked(reason) => return judgement.skip(Rule::NoLeak, reason),
+        LeakCheck::Kept(kept) => {
+            judgement.kept.extend(kept.iter().cloned());
+            return;
+        }
+    };
+    let allocations: Vec<&crate::LeakedAllocation> = found
+        .iter()
+        .filter_map(|leak| match leak {
+            crate::Leak::Allocation(allocation) => Some(allocation),
+            _ => None,
+        })
+        .collect();
+    if !allocations.is_empty() {
+        let bytes: usize = allocations.iter().map(|leak| leak.allocation.bytes).sum();
+        let listed: Vec<String> = allocations
+            .iter()
+            .map(|leak| format!("{} on {}", leak.allocation, leak.endpoint))
+            .collect();
+        judgement.violate(
+            Rule::NoLeak,
+            format!(
+                "{} allocation(s) ({bytes} bytes) made during the case are still live after its tensors were dropped: {}",
+                allocations.len(),
+                listed.join(", ")
+            ),
+        );
+    }
+    for leak in found {
+        if let crate::Leak::Growth { endpoint, growth } = leak {
+            judgement.violate(
+                Rule::NoLeak,
+                format!(
+                    "the memory in use on {endpoint}, as the device counts it, grew by {growth} over the case and stayed grown after its tensors were dropped and the device settled"
+                ),
+            );
+        }
+    }
+}
+
+/// `input-intact`: the input's backing, read before the call, right after
+/// it and after the output was dropped, must not change.
+pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mut Judgement) {
+    let before = match &reads.before {
+        ReadBack::Bytes(bytes) => bytes,
+        ReadBack::NotReadable { reason } => return judgement.skip(Rule::InputIntact, reason),
+        ReadBack::Failed { reason } => {
+            return judgement.skip(
+                Rule::InputIntact,
+                &format!("the input could not be read before the call: {reason}"),
+            );
+        }
+    };
+    let backing: Vec<usize> = match case.layout() {
+        crate::Layout::View(view) => view.backing_shape.clone(),
+        _ => case.shape().to_vec(),
+    };
+    let mut compared = false;
+    for (when, read) in [
+        ("as soon as the provider returned", &reads.after_return),
+        ("after the output was read and dropped", &reads.after_drop),
+    ] {
+        let Some(read) = read else { continue };
+        match read {
+            ReadBack::Bytes(after) => {
+                compared = true;
+                if let Some(difference) = compare_images(case.dtype(), &backing, before, after) {
+                    judgement.violate(
+                        Rule::InputIntact,
+                        format!(
+                            "the transfer changed its input, a borrow the caller still owns: read {when}, the input's backing{} has changed: {difference}",
+                            if matches!(case.layout(), crate::Layout::View(_)) {
+                                " (the view's gaps included)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                    return;
+                }
+            }
+            ReadBack::Failed { reason } => {
+                judgement.violate(
+                    Rule::InputIntact,
+                    format!("the input could not be read back {when}: {reason}"),
+                );
+                return;
+            }
+            ReadBack::NotReadable { .. } => {}
+        }
+    }
+    if !compared {
+        judgement.skip(
+            Rule::InputIntact,
+            "the input was not read again after the call (the provider never returned)",
+        );
+    }
+}
+
+/// `output-stable`: outputs of earlier cases the rig held must not have
+/// changed after this one.
+pub(super) fn check_held(held: Option<&crate::HeldOutputs>, judgement: &mut Judgement) {
+    let Some(held) = held else {
+        return judgement.skip(
+            Rule::OutputStable,
+            "no earlier output is held on this path (the route's pass that holds outputs checks the rule)",
+        );
+    };
+    for changed in &held.changed {
+        judgement.violate(Rule::OutputStable, changed_message(changed));
+    }
+    if held.reread == 0 && held.changed.is_empty() {
+        judgement.skip(
+            Rule::OutputStable,
+            "no earlier output was held when this case ran",
+        );
+    }
+}
+
+/// A held output that changed, in words.
+fn changed_message(changed: &crate::ChangedOutput) -> String {
+    if let Some((position, total)) = changed.in_run {
+        return format!(
+            "the output the provider returned for input {position} of {total} moved in one run ({}), which the runtime holds until the program ends, changed while the later inputs moved ({}): {}",
+            changed.case,
+            changed.after.as_deref().unwrap_or("the later inputs"),
+            changed.difference
+        );
+    }
+    match &changed.after {
+        Some(after) => format!(
+            "the output of case {}, still held by the caller, changed after the call of case {after}: {}",
+            changed.case, changed.difference
+        ),
+        None => format!(
+            "the output of case {}, still held by the caller, had changed when it was read at the end of the route: {}",
+            changed.case, changed.difference
+        ),
+    }
+}

@@ -1,0 +1,248 @@
+//! Memory a provider keeps on purpose, told from a leak: a run whose
+//! devices' memory grew is repeated, and memory that stops growing is what
+//! the provider keeps and reuses (a caching allocator's blocks, a staging
+//! pool, a registered-memory table), reported, never a failure; memory
+//! that grows again with the repetitions is a leak. A device that only
+//! counts its memory in use cannot tell a reserved block from a leaked
+//! one; repetition can.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Leak, MemoryGrowth, Sample};
+use crate::device::memory::Stay;
+use crate::{Endpoint, LeakCheck, Route};
+
+/// How a piece of work whose memory grew is repeated: how many more times
+/// it runs, and over how many of the last repetitions the memory must not
+/// grow for the growth to be kept memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Repetition {
+    pub(crate) times: usize,
+    pub(crate) last: usize,
+}
+
+impl Repetition {
+    /// One run of a few inputs: twelve more, the last six of which must
+    /// not grow (more calls than a provider that leaks once in five calls
+    /// makes without leaking).
+    pub(crate) const RUN: Repetition = Repetition { times: 12, last: 6 };
+}
+
+/// How many more times, at most, a phase of many calls whose memory grew
+/// is run again ([`phase_kept_or_leaked`]).
+const PHASE_REPEATS: usize = 3;
+
+/// Memory a run left in use on a device that repeating the run did not
+/// grow: what the provider keeps between calls and reuses. Reported with
+/// the case, never a `no-leak` failure.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::{KeptMemory, MemoryInUse};
+///
+/// let kept = KeptMemory::new("npu0", MemoryInUse::allocations(5).growth_since(&MemoryInUse::allocations(4)));
+/// assert_eq!(kept.to_string(), "npu0 keeps +1 allocation(s) that the provider reuses");
+/// ```
+#[derive(Clone, Debug, Eq, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KeptMemory {
+    /// The endpoint's name.
+    pub endpoint: String,
+    /// How much more stays in use than before the run, after it and its
+    /// repetitions.
+    pub growth: MemoryGrowth,
+}
+
+impl KeptMemory {
+    /// `growth` kept on `endpoint`.
+    pub fn new(endpoint: impl Into<String>, growth: MemoryGrowth) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            growth,
+        }
+    }
+}
+
+impl fmt::Display for KeptMemory {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{} keeps {} that the provider reuses",
+            self.endpoint, self.growth
+        )
+    }
+}
+
+/// Decide what a piece of work whose accounting found `leaks` left behind:
+/// `again` does it once more (its outcome is not judged). After
+/// `repetition.times` repetitions, memory that grew over the last
+/// `repetition.last` is a leak (`leaks` stand); memory that did not is
+/// kept memory; memory back where it was before the work was no leak at
+/// all. `stays`: the work's stays on the devices, when other work may run
+/// beside it (a repetition beside other calls cannot be judged).
+pub(crate) fn kept_or_leaked(
+    route: &Route,
+    before: &[Sample; 2],
+    stays: Option<&[Stay; 2]>,
+    leaks: Vec<Leak>,
+    repetition: Repetition,
+    mut again: impl FnMut(),
+) -> LeakCheck {
+    let counted = route.counts_memory();
+    let endpoints = [route.source(), route.destination()];
+    let settled = || endpoints.map(|endpoint| settled(endpoint, counted));
+    let mut midway = (repetition.times <= repetition.last).then(settled);
+    let mut growing = false;
+    for repeat in 1..=repetition.times {
+        again();
+        if repeat == repetition.times.saturating_sub(repetition.last) {
+            midway = Some(settled());
+        } else if let Some(midway) = &midway {
+            // Grown again since midway: a leak, whatever the rest says.
+            let now = settled();
+            if now
+                .iter()
+                .zip(midway)
+                .any(|(now, then)| net_growth(now, then).grew())
+            {
+                growing = true;
+                break;
+            }
+        }
+    }
+    if stays.is_some_and(|stays| !stays.iter().all(Stay::alone)) {
+        return LeakCheck::Unchecked(
+            "the memory in use grew over the run, and other calls ran on the device while the run was repeated to tell memory the provider keeps from a leak".to_owned(),
+        );
+    }
+    if growing || midway.is_none() {
+        return LeakCheck::Checked(leaks);
+    }
+    let last = settled();
+    kept_memory(&endpoints, &last, before)
+}
+
+/// Decide what a phase of many calls whose accounting found `leaks` left
+/// behind: `again` runs the phase's work once more. Calls that run side by
+/// side reuse a cache's blocks in an order their timing decides, so a
+/// repetition may still add a few blocks to a bounded cache; a leak adds
+/// about as much as the phase did. The phase runs again up to
+/// [`PHASE_REPEATS`] times: a repetition that adds nothing makes the
+/// growth kept memory; one that adds at least half as much as the phase
+/// did makes it a leak; repetitions that each added far less than the
+/// phase make it kept memory too (a slow leak hidden behind a cache that
+/// grows this way is left to the cases' own repetitions).
+pub(crate) fn phase_kept_or_leaked(
+    route: &Route,
+    before: &[Sample; 2],
+    leaks: Vec<Leak>,
+    mut again: impl FnMut(),
+) -> LeakCheck {
+    let counted = route.counts_memory();
+    let endpoints = [route.source(), route.destination()];
+    let settled = || endpoints.map(|endpoint| settled(endpoint, counted));
+    let mut previous = settled();
+    let phase: Vec<MemoryGrowth> = previous
+        .iter()
+        .zip(before)
+        .map(|(now, then)| net_growth(now, then))
+        .collect();
+    for repeat in 1..=PHASE_REPEATS {
+        again();
+        let now = settled();
+        let added: Vec<MemoryGrowth> = now
+            .iter()
+            .zip(&previous)
+            .map(|(now, then)| net_growth(now, then))
+            .collect();
+        if !added.iter().any(MemoryGrowth::grew) {
+            return kept_memory(&endpoints, &now, before);
+        }
+        let linear = added
+            .iter()
+            .zip(&phase)
+            .any(|(added, phase)| added.grew() && at_least_half(added, phase));
+        if linear {
+            return LeakCheck::Checked(leaks);
+        }
+        if repeat == PHASE_REPEATS {
+            // Each repetition added far less than the phase did: a bounded
+            // cache filling as the calls' timing allows.
+            return kept_memory(&endpoints, &now, before);
+        }
+        previous = now;
+    }
+    LeakCheck::Checked(leaks)
+}
+
+/// Whether `added` is at least half of `phase`, in what both count.
+fn at_least_half(added: &MemoryGrowth, phase: &MemoryGrowth) -> bool {
+    let half = |added: Option<i64>, phase: Option<i64>| match (added, phase) {
+        (Some(added), Some(phase)) => Some(added.saturating_mul(2) >= phase),
+        _ => None,
+    };
+    [
+        half(added.allocations, phase.allocations),
+        half(added.bytes, phase.bytes),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|half| half)
+}
+
+/// The memory kept on each endpoint, from `now` against `before`: kept
+/// memory where some stayed, no leak at all where none did.
+fn kept_memory(endpoints: &[&Endpoint; 2], now: &[Sample; 2], before: &[Sample; 2]) -> LeakCheck {
+    let kept: Vec<KeptMemory> = endpoints
+        .iter()
+        .zip(now.iter().zip(before))
+        .filter_map(|(endpoint, (now, then))| {
+            let mut growth = net_growth(now, then);
+            if !growth.grew() {
+                return None;
+            }
+            if growth.bytes.is_none()
+                && let (Some(ledger), Some(mark)) = (endpoint.ledger(), &then.ledger)
+            {
+                let bytes: usize = ledger
+                    .opened_since(mark)
+                    .iter()
+                    .map(|allocation| allocation.bytes)
+                    .sum();
+                growth.bytes = i64::try_from(bytes).ok();
+            }
+            Some(KeptMemory::new(endpoint.name(), growth))
+        })
+        .collect();
+    if kept.is_empty() {
+        LeakCheck::Checked(Vec::new())
+    } else {
+        LeakCheck::Kept(kept)
+    }
+}
+
+/// `endpoint`'s accounting once it settled.
+fn settled(endpoint: &Endpoint, counted: bool) -> Sample {
+    endpoint.settle();
+    Sample::of(endpoint, counted)
+}
+
+/// How much more is live at `now` than at `then`: by the ledger's live
+/// allocations where it keeps one (what found the growth), else by the
+/// device's counts.
+fn net_growth(now: &Sample, then: &Sample) -> MemoryGrowth {
+    if let (Some(now), Some(then)) = (&now.ledger, &then.ledger) {
+        let count = |mark: &crate::LedgerMark| i64::try_from(mark.live()).unwrap_or(i64::MAX);
+        return MemoryGrowth {
+            allocations: Some(count(now) - count(then)),
+            bytes: None,
+        };
+    }
+    match (&now.counts, &then.counts) {
+        (Some(now), Some(then)) => now.growth_since(then),
+        _ => MemoryGrowth::default(),
+    }
+}

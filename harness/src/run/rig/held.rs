@@ -1,0 +1,220 @@
+//! The outputs a caller still holds, read again after later calls
+//! (`output-stable`): the runtime's outputs of earlier runs, which a rig
+//! keeps alive on request ([`super::Rig::keep_outputs`]), and, within a
+//! run of several inputs, the provider's own outputs, which the runtime
+//! keeps in its slots until the program ends.
+
+use std::collections::VecDeque;
+
+use tenferro_tensor::{DType, Tensor};
+
+use crate::run::effects::output_image;
+use crate::values::image_diff::compare_images;
+use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, ReadBack, SpyRecord};
+
+use super::{Ran, Rig, case_words};
+
+/// How many recent outputs a rig holds, besides the previous one of each
+/// dtype and length.
+pub const HOLD_RECENT: usize = 4;
+
+/// An output the rig holds, with the bytes it had when it was returned.
+struct Held {
+    case: String,
+    dtype: DType,
+    shape: Vec<usize>,
+    len: usize,
+    output: Tensor,
+    bytes: Vec<u8>,
+}
+
+/// The runtime outputs a rig holds across runs, oldest first.
+#[derive(Default)]
+pub(super) struct HeldAcrossRuns {
+    held: VecDeque<Held>,
+}
+
+impl HeldAcrossRuns {
+    /// Drop every held output.
+    pub(super) fn clear(&mut self) {
+        self.held.clear();
+    }
+
+    /// Read every held output again, after the call of case `after`
+    /// (`None`: as they are released).
+    pub(super) fn reread(&self, after: Option<&str>) -> HeldOutputs {
+        let mut seen = HeldOutputs::default();
+        for held in &self.held {
+            seen.reread += 1;
+            let difference = match output_image(&held.output) {
+                Ok(now) => compare_images(held.dtype, &held.shape, &held.bytes, &now),
+                Err(reason) => Some(format!("it could not be read again: {reason}")),
+            };
+            if let Some(difference) = difference {
+                seen.changed.push(ChangedOutput {
+                    case: held.case.clone(),
+                    after: after.map(str::to_owned),
+                    difference,
+                    in_run: None,
+                });
+            }
+        }
+        seen
+    }
+
+    /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
+    /// oldest beyond the most recent but never the latest of a dtype and
+    /// length.
+    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Vec<u8>) {
+        let key = (case.dtype(), case.len());
+        // The previous output of the same size is kept whatever its age;
+        // so are the most recent ones.
+        let same_size: Option<usize> = self
+            .held
+            .iter()
+            .rposition(|held| (held.dtype, held.len) == key);
+        while self.held.len() >= HOLD_RECENT {
+            match (0..self.held.len()).find(|&index| Some(index) != same_size) {
+                Some(oldest) => {
+                    self.held.remove(oldest);
+                }
+                None => break,
+            }
+            if self.held.len() < HOLD_RECENT {
+                break;
+            }
+        }
+        self.held.push_back(Held {
+            case: case_words(case),
+            dtype: case.dtype(),
+            shape: case.shape().to_vec(),
+            len: case.len(),
+            output,
+            bytes,
+        });
+    }
+}
+
+/// The provider's output of one input of a run of several, as it was
+/// returned and as the program read it once every later input had moved.
+pub(super) struct HeldInRun<'a> {
+    /// The input's case.
+    pub(super) case: &'a Case,
+    /// Its place in the run, from 1.
+    pub(super) position: usize,
+    /// The returned buffer's image as the Spy read it at return, when it
+    /// could be read and paired element by element with the case.
+    pub(super) at_return: Option<&'a [u8]>,
+    /// The program's second read of it (`z_i`), after the later transfers.
+    pub(super) at_end: &'a Result<Vec<u8>, String>,
+}
+
+/// What reading each output of a run again, after the later transfers of
+/// the run, found: outputs that changed while the runtime held them.
+/// `cases` names the run's inputs, for the message.
+pub(super) fn reread_in_run(inputs: &[HeldInRun<'_>], cases: &[Case]) -> HeldOutputs {
+    let mut seen = HeldOutputs::default();
+    let total = cases.len();
+    for input in inputs {
+        if input.position >= total {
+            continue;
+        }
+        let Some(at_return) = input.at_return else {
+            continue;
+        };
+        seen.reread += 1;
+        let difference = match input.at_end {
+            Ok(now) => compare_images(input.case.dtype(), input.case.shape(), at_return, now),
+            Err(reason) => Some(format!("it could not be read again: {reason}")),
+        };
+        let Some(mut difference) = difference else {
+            continue;
+        };
+        if let Ok(now) = input.at_end
+            && let Some(other) = cases
+                .iter()
+                .enumerate()
+                .find(|(index, other)| *index + 1 != input.position && other.values() == now)
+        {
+            difference.push_str(&format!(
+                "; it now holds the values of input {} of the run ({})",
+                other.0 + 1,
+                case_words(other.1)
+            ));
+        }
+        let later: Vec<String> = cases[input.position..]
+            .iter()
+            .enumerate()
+            .map(|(index, case)| {
+                format!("input {}: {}", input.position + index + 1, case_words(case))
+            })
+            .collect();
+        seen.changed.push(ChangedOutput {
+            case: case_words(input.case),
+            after: Some(later.join(", ")),
+            difference,
+            in_run: Some((input.position, total)),
+        });
+    }
+    seen
+}
+
+impl Rig {
+    /// What the outputs a caller holds showed after this run: those held
+    /// from earlier runs, read again, and in a run of several inputs the
+    /// provider's own outputs, read again after the later transfers.
+    /// `None` where nothing is held on this path.
+    pub(super) fn held_outputs(
+        &self,
+        cases: &[Case],
+        calls: &[SpyRecord],
+        ran: &Ran,
+    ) -> Option<HeldOutputs> {
+        let last = cases.last().map(case_words);
+        let mut seen = self.keeping.then(|| self.held.reread(last.as_deref()));
+        if let (true, Ok(observed)) = (cases.len() > 1, &ran.executed.outputs)
+            && calls.len() == cases.len()
+        {
+            let inputs: Vec<HeldInRun<'_>> = cases
+                .iter()
+                .zip(calls)
+                .enumerate()
+                .filter_map(|(index, (case, call))| {
+                    Some(HeldInRun {
+                        case,
+                        position: index + 1,
+                        at_return: readable_at_return(case, &call.result),
+                        at_end: &observed.get(cases.len() + index)?.bytes,
+                    })
+                })
+                .collect();
+            let within = reread_in_run(&inputs, cases);
+            let all = seen.get_or_insert_with(HeldOutputs::default);
+            all.reread += within.reread;
+            all.changed.extend(within.changed);
+        }
+        seen
+    }
+}
+
+/// The image of a returned output as the Spy read it at return, when its
+/// elements pair with the case's: a complete copy of the case's dtype and
+/// length, read in full.
+fn readable_at_return<'a>(case: &Case, result: &'a ProviderResult) -> Option<&'a [u8]> {
+    let ProviderResult::Returned(returned) = result else {
+        return None;
+    };
+    let complete = matches!(returned.completion, crate::CompletionState::Complete)
+        || matches!(returned.completion, crate::CompletionState::Unknown { .. });
+    match &returned.bytes {
+        ReadBack::Bytes(bytes)
+            if complete
+                && returned.dtype == case.dtype()
+                && returned.buffer_len == Some(case.len())
+                && returned.buffer_len_changed_to.is_none() =>
+        {
+            Some(bytes)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,564 @@
+//! `Rig`: a real tenferro `Runtime` built around the provider under test
+//! for one route, with a program that can only run if its inputs move.
+//!
+//! The program (`program.rs`) and its plans (`plans.rs`), the outputs a
+//! caller holds (`held.rs`) and the inputs moved lately (`recent.rs`) are
+//! apart; this file stages a run's inputs, runs it and gathers what it did
+//! into one [`Outcome`] per input.
+
+mod held;
+mod memory;
+mod plans;
+mod program;
+mod recent;
+
+use std::sync::Arc;
+
+use crate::EngineRole;
+use crate::trace::{self, Trace, TraceEvent};
+use tenferro_runtime::{EventDomainId, ExecutionEngine, Runtime, TransferProvider};
+use tenferro_tensor::Tensor;
+
+use crate::device::stage::with_inputs;
+use crate::run::accounting::Sample;
+use crate::run::effects::read_backing;
+use crate::{
+    Case, HarnessError, HeldOutputs, InputReads, LeakCheck, Outcome, ProviderResult, ReadBack,
+    Route, RuntimeOutput, RuntimeVerdict, Spy, SpyRecord,
+};
+
+pub use held::HOLD_RECENT;
+use held::HeldAcrossRuns;
+use plans::{Engines, Plans};
+use recent::RecentInputs;
+
+/// Runs cases on one route through a real runtime around one provider.
+///
+/// The source engine has no capabilities and the destination refuses the
+/// raw input, so the only plan is: input enters on the source, the provider
+/// moves it, and an identity reshape runs on the destination. The reshape
+/// leaves values untouched, so the runtime's output is what arrived.
+///
+/// [`Rig::run_together`] moves several inputs in one run, as a program
+/// with several inputs on a device does: the runtime keeps each
+/// transferred value until the program ends, and the program reads each
+/// again after the last transfer (`output-stable`).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use tenferro_transfer_harness::{Case, HostProvider, Rig, Route, RuntimeVerdict};
+///
+/// let route = Route::host_to_host().unwrap();
+/// let mut rig = Rig::new(route, Arc::new(HostProvider::new())).unwrap();
+/// let outcome = rig.run(&Case::from_values(vec![3], vec![1.0_f32, -0.0, f32::NAN]).unwrap()).unwrap();
+/// assert!(matches!(outcome.runtime, RuntimeVerdict::Accepted(_)));
+/// assert_eq!(outcome.calls.len(), 1);
+/// ```
+pub struct Rig {
+    route: Route,
+    runtime: Runtime,
+    spy: Arc<Spy>,
+    trace: Arc<Trace>,
+    source: Box<dyn ExecutionEngine>,
+    destination: Box<dyn ExecutionEngine>,
+    event_domains: (EventDomainId, EventDomainId),
+    plans: Plans,
+    /// Whether runtime outputs are held ([`Rig::keep_outputs`]).
+    keeping: bool,
+    /// The outputs held across runs.
+    held: HeldAcrossRuns,
+    /// The inputs moved lately.
+    recent: RecentInputs,
+    /// Runs whose memory kept growing when they were repeated.
+    leaking_runs: usize,
+}
+
+/// What the staged part of a run produced.
+struct Ran {
+    executed: plans::Executed,
+    /// Each input's backing before the run and after it.
+    input_reads: Vec<(ReadBack, ReadBack)>,
+    /// Whether the source's accounting showed the staged inputs.
+    staged: bool,
+}
+
+impl std::fmt::Debug for Rig {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Rig")
+            .field("route", &self.route.label())
+            .field("spy", &self.spy)
+            .field("prepared", &self.plans.prepared_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rig {
+    /// Build the runtime for `route` with `provider` registered for it.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::Config`] if the runtime rejects an engine or
+    /// the provider registration.
+    pub fn new(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
+        route.gate()?;
+        let spy = Arc::new(Spy::on_route(provider, &route));
+        let mut builder = Runtime::builder();
+        let config = |what: &str| {
+            let what = what.to_owned();
+            move |source| HarnessError::config(what.clone(), source)
+        };
+        builder
+            .register_engine(route.source().registration(EngineRole::Source)?)
+            .map_err(config("source engine"))?;
+        builder
+            .register_engine(route.destination().registration(EngineRole::Destination)?)
+            .map_err(config("destination engine"))?;
+        builder
+            .register_transfer_provider(
+                route.source().transfer_endpoint()?,
+                route.destination().transfer_endpoint()?,
+                Arc::clone(&spy) as Arc<dyn TransferProvider>,
+            )
+            .map_err(config("transfer provider"))?;
+        let runtime = builder.build().map_err(config("runtime"))?;
+        let snapshot = runtime
+            .snapshot()
+            .map_err(|source| HarnessError::runtime("the runtime's snapshot", source))?;
+        let domain = |endpoint: &crate::Endpoint| {
+            snapshot
+                .engine(endpoint.engine_id())
+                .map(|view| view.event_domain_id())
+                .ok_or_else(|| HarnessError::HarnessFault {
+                    route: route.label(),
+                    reason: format!(
+                        "the runtime's snapshot has no engine {}, registered just before",
+                        endpoint.engine_id().as_str()
+                    ),
+                })
+        };
+        let event_domains = (domain(route.source())?, domain(route.destination())?);
+        Ok(Self {
+            source: route.source().engine(EngineRole::Source)?,
+            destination: route.destination().engine(EngineRole::Destination)?,
+            route,
+            runtime,
+            spy,
+            trace: Arc::new(Trace::default()),
+            event_domains,
+            plans: Plans::default(),
+            keeping: false,
+            held: HeldAcrossRuns::default(),
+            recent: RecentInputs::default(),
+            leaking_runs: 0,
+        })
+    }
+
+    /// The route this rig runs.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// Number of prepared plans held: one per list of dtypes, ranks and
+    /// layout kinds (owned or view) of the runs made, since a plan serves
+    /// every shape.
+    pub fn prepared_count(&self) -> usize {
+        self.plans.prepared_count()
+    }
+
+    /// The event domains the runtime assigned to (source, destination).
+    pub fn event_domains(&self) -> (EventDomainId, EventDomainId) {
+        self.event_domains
+    }
+
+    /// The Spy around the provider under test.
+    pub fn spy(&self) -> &Arc<Spy> {
+        &self.spy
+    }
+
+    /// The trace each case records into (emptied when a case starts), for
+    /// a watchdog that must say what a hung case was doing.
+    pub fn trace(&self) -> &Arc<Trace> {
+        &self.trace
+    }
+
+    /// Keep the runtime's outputs of every later run alive (up to
+    /// [`HOLD_RECENT`] recent ones, and always the previous output of the
+    /// same dtype and length), and read the held outputs again after each
+    /// run (`output-stable`). While outputs are held, `no-leak` is not
+    /// judged run by run: memory kept alive on purpose is no leak, and the
+    /// caller judges the memory around the whole pass. Release them with
+    /// [`Rig::release_outputs`].
+    pub fn keep_outputs(&mut self, keep: bool) {
+        self.keeping = keep;
+        if !keep {
+            self.held.clear();
+        }
+    }
+
+    /// Read every held output one last time, then drop them all: the
+    /// outputs that changed since they were returned (`output-stable` at
+    /// the end of a route).
+    pub fn release_outputs(&mut self) -> HeldOutputs {
+        let seen = self.held.reread(None);
+        self.held.clear();
+        seen
+    }
+
+    /// Run one case.
+    ///
+    /// A provider's `Err` or panic is part of the [`Outcome`], not an error
+    /// of this call; the rig stays usable afterwards.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HarnessError::Prepare`] if the runtime refuses to plan the
+    /// route, or a staging error if tenferro rejects the case's input.
+    pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        let outcomes = self.run_together(std::slice::from_ref(case))?;
+        sole_outcome(&self.route, outcomes)
+    }
+
+    /// Move every input of `cases` through the provider in one run, in
+    /// order, and return one [`Outcome`] per input, each with its own call.
+    ///
+    /// The runtime keeps each transferred value until the program ends,
+    /// and the program reads each again after the last transfer: an output
+    /// that changed meanwhile (a provider handing out an allocation the
+    /// runtime still holds) is an `output-stable` finding on the run's last
+    /// input. What the run did to the devices' memory is judged once, on
+    /// the last input the run reached. An input the run never reached (an
+    /// earlier transfer failed) is [`RuntimeVerdict::NotReached`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Rig::run`]; [`HarnessError::InvalidCase`] for no case at all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let cases = [
+    ///     Case::from_values(vec![2], vec![1.0_f64, -0.0]).unwrap(),
+    ///     Case::from_values(vec![2], vec![f64::NAN, 2.5]).unwrap(),
+    /// ];
+    /// let outcomes = rig.run_together(&cases).unwrap();
+    /// for (case, outcome) in cases.iter().zip(&outcomes) {
+    ///     assert!(Oracle.judge(case, &route, outcome).passed());
+    /// }
+    /// // The first output was read again after the second transfer.
+    /// assert_eq!(outcomes[1].held.as_ref().unwrap().reread, 1);
+    /// ```
+    pub fn run_together(&mut self, cases: &[Case]) -> Result<Vec<Outcome>, HarnessError> {
+        if cases.is_empty() {
+            return Err(HarnessError::InvalidCase {
+                reason: "a run moves at least one input".to_owned(),
+            });
+        }
+        self.trace.take();
+        let _traced = trace::install(Arc::clone(&self.trace));
+        let counted = self.route.counts_memory();
+        let stays = [
+            self.route.source().enter(),
+            self.route.destination().enter(),
+        ];
+        let before = [
+            Sample::of(self.route.source(), counted),
+            Sample::of(self.route.destination(), counted),
+        ];
+        self.spy.take();
+        let ran = self.stage_and_run(cases, &before[0], counted)?;
+        let calls = self.spy.take();
+        if calls.is_empty() {
+            lost_call(ran.executed.outputs.as_ref().err(), &self.route)?;
+        }
+        self.check_call_order(cases, &calls)?;
+        let reached = calls.len().clamp(1, cases.len());
+        let saw_output = calls
+            .iter()
+            .filter_map(|call| call.destination_saw_output)
+            .reduce(|all, seen| all && seen);
+        let held = self.held_outputs(cases, &calls, &ran);
+        self.hold_kept(cases, ran.executed.kept, &ran.executed.outputs);
+        // Every tensor of the run (inputs, transfers, outputs) is dropped
+        // now, but the outputs held on purpose.
+        let leaks = self.memory_after(cases, &before, &stays, ran.staged, saw_output);
+        drop(stays);
+        let ended = RunEnd {
+            cases,
+            outputs: &ran.executed.outputs,
+            reached,
+            leaks,
+            held,
+            trace: self.trace.take(),
+        };
+        let mut calls = calls_by_input(calls, cases.len());
+        let outcomes = cases
+            .iter()
+            .enumerate()
+            .zip(ran.input_reads)
+            .map(|((index, _), reads)| {
+                self.outcome_of(&ended, index, std::mem::take(&mut calls[index]), reads)
+            })
+            .collect();
+        self.recent.remember(cases);
+        Ok(outcomes)
+    }
+
+    /// The runtime moves a run's inputs in the order the program first
+    /// uses them, which is theirs: call `i` is input `i`'s. A call that
+    /// moved another dtype or shape than its input is the harness's fault.
+    fn check_call_order(&self, cases: &[Case], calls: &[SpyRecord]) -> Result<(), HarnessError> {
+        if let Some((index, _)) = calls
+            .iter()
+            .zip(cases)
+            .enumerate()
+            .find(|(_, (call, case))| {
+                call.request.input_dtype != case.dtype() || call.request.input_shape != case.shape()
+            })
+        {
+            return Err(HarnessError::HarnessFault {
+                route: self.route.label(),
+                reason: format!(
+                    "the runtime's transfer {} of the run moved {:?} {:?}, not input {} ({})",
+                    index + 1,
+                    calls[index].request.input_dtype,
+                    calls[index].request.input_shape,
+                    index + 1,
+                    case_words(&cases[index])
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Hold each kept output whose values the run read, beside its case.
+    fn hold_kept(
+        &mut self,
+        cases: &[Case],
+        kept: Vec<Tensor>,
+        outputs: &Result<Vec<RuntimeOutput>, RuntimeVerdict>,
+    ) {
+        if let Ok(observed) = outputs {
+            for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
+                if let Ok(bytes) = &seen.bytes {
+                    self.held.hold(case, output, bytes.clone());
+                }
+            }
+        }
+    }
+
+    /// The [`Outcome`] of input `index` of a run that `ended` so, with its
+    /// provider calls `call` and its backing's reads (before, after).
+    fn outcome_of(
+        &self,
+        ended: &RunEnd<'_>,
+        index: usize,
+        mut call: Vec<SpyRecord>,
+        (before_read, after_read): (ReadBack, ReadBack),
+    ) -> Outcome {
+        let last = index + 1 == ended.reached;
+        let runtime = ended.verdict_of(index);
+        let holds_values_of = match call.first().map(|call| &call.result) {
+            Some(ProviderResult::Returned(returned)) => match &returned.bytes {
+                ReadBack::Bytes(bytes) => self.recent.whose(ended.cases, index, bytes),
+                _ => None,
+            },
+            _ => None,
+        };
+        let after_return = call
+            .first_mut()
+            .and_then(|call| call.input_after_return.take());
+        Outcome {
+            runtime,
+            calls: call,
+            snapshot_event_domains: self.event_domains,
+            trace: ended.trace.clone(),
+            leaks: ended.leaks_of(index),
+            input: InputReads {
+                before: before_read,
+                after_return,
+                after_drop: Some(after_read),
+            },
+            held: if last { ended.held.clone() } else { None },
+            holds_values_of,
+        }
+    }
+
+    /// Stage `cases` on the source, read their backing, run them, and read
+    /// their backing again.
+    fn stage_and_run(
+        &mut self,
+        cases: &[Case],
+        source_before: &Sample,
+        counted: bool,
+    ) -> Result<Ran, HarnessError> {
+        let Self {
+            route,
+            runtime,
+            spy,
+            source,
+            destination,
+            plans,
+            keeping,
+            ..
+        } = self;
+        with_inputs(
+            route.source(),
+            cases,
+            |inputs| -> Result<Ran, HarnessError> {
+                let before: Vec<ReadBack> = inputs
+                    .iter()
+                    .map(|input| read_backing(route.source(), input))
+                    .collect();
+                let staged = source_before.shown_more_on(route.source(), counted);
+                let engines = Engines {
+                    runtime,
+                    source: source.as_mut(),
+                    destination: destination.as_mut(),
+                    spy,
+                    route,
+                };
+                let executed = plans.run(engines, cases, inputs, *keeping)?;
+                // The transfers' outputs were read and dropped (unless held).
+                let input_reads = before
+                    .into_iter()
+                    .zip(inputs)
+                    .map(|(before, input)| (before, read_backing(route.source(), input)))
+                    .collect();
+                Ok(Ran {
+                    executed,
+                    input_reads,
+                    staged,
+                })
+            },
+        )?
+    }
+}
+
+/// What a whole run ended with, shared by the outcomes of its inputs.
+struct RunEnd<'a> {
+    cases: &'a [Case],
+    /// The runtime's outputs, read, or how the run ended instead.
+    outputs: &'a Result<Vec<RuntimeOutput>, RuntimeVerdict>,
+    /// The number of inputs the run reached (at least one).
+    reached: usize,
+    /// What the run did to the devices' memory, judged on its last input.
+    leaks: LeakCheck,
+    /// The held outputs read again, reported on the last input.
+    held: Option<HeldOutputs>,
+    /// What the run did, in order.
+    trace: Vec<TraceEvent>,
+}
+
+impl RunEnd<'_> {
+    /// The runtime's verdict on input `index`.
+    fn verdict_of(&self, index: usize) -> RuntimeVerdict {
+        let reached = self.reached;
+        let last = index + 1 == reached;
+        match self.outputs {
+            Ok(observed) => match observed.get(index) {
+                Some(output) => RuntimeVerdict::Accepted(output.clone()),
+                None => RuntimeVerdict::Other {
+                    message: format!("the run returned no output for input {}", index + 1),
+                    chain: vec![],
+                },
+            },
+            Err(_) if index + 1 < reached => {
+                let case = &self.cases[index];
+                RuntimeVerdict::Accepted(RuntimeOutput {
+                    dtype: case.dtype(),
+                    shape: case.shape().to_vec(),
+                    bytes: Err(format!(
+                        "not read: the run stopped later, at input {reached}"
+                    )),
+                })
+            }
+            Err(verdict) if last => verdict.clone(),
+            Err(_) => RuntimeVerdict::NotReached {
+                stopped_at: format!("input {reached} ({})", case_words(&self.cases[reached - 1])),
+            },
+        }
+    }
+
+    /// The memory check of input `index`: the run's own on the last input
+    /// it reached, unchecked on the others.
+    fn leaks_of(&self, index: usize) -> LeakCheck {
+        let reached = self.reached;
+        if index + 1 == reached {
+            self.leaks.clone()
+        } else if index + 1 < reached {
+            LeakCheck::Unchecked(format!(
+                "judged once for the whole run of {} inputs, on input {reached}",
+                self.cases.len()
+            ))
+        } else {
+            LeakCheck::Unchecked("the run never reached this input".to_owned())
+        }
+    }
+}
+
+/// Call `i` is input `i`'s; calls past the inputs (a runtime that called
+/// the provider more than once for an input) go with the last input,
+/// whose judgement then says how many there were.
+fn calls_by_input(calls: Vec<SpyRecord>, inputs: usize) -> Vec<Vec<SpyRecord>> {
+    let mut calls = calls.into_iter();
+    let mut split: Vec<Vec<SpyRecord>> = (1..inputs)
+        .map(|_| calls.next().into_iter().collect())
+        .collect();
+    split.push(calls.collect());
+    split
+}
+
+/// `F32 [7, 3] owned`: a case in words, for messages.
+pub(crate) fn case_words(case: &Case) -> String {
+    format!(
+        "{:?} {:?} {}",
+        case.dtype(),
+        case.shape(),
+        case.layout_label()
+    )
+}
+
+/// A run that ended as if the provider had been called (`failed` is how
+/// it ended when it did not succeed), with no call in the Spy's record, is
+/// the harness's fault (a record lost, or a panic before the transfer),
+/// never the provider's or the runtime's.
+fn lost_call(failed: Option<&RuntimeVerdict>, route: &Route) -> Result<(), HarnessError> {
+    let message = match failed {
+        Some(RuntimeVerdict::Unwound { message }) => {
+            format!("Runtime::run panicked before the provider was called: {message}")
+        }
+        None
+        | Some(
+            RuntimeVerdict::Accepted(_)
+            | RuntimeVerdict::ContractError { .. }
+            | RuntimeVerdict::ProviderError { .. }
+            | RuntimeVerdict::ProviderPanicked { .. },
+        ) => "the runtime's verdict needs a provider call, but the Spy holds no record of one"
+            .to_owned(),
+        _ => return Ok(()),
+    };
+    Err(HarnessError::HarnessFault {
+        route: route.label(),
+        reason: message,
+    })
+}
+
+/// The outcome of a run of one input, from the outcomes `run_together`
+/// returned for it.
+pub(crate) fn sole_outcome(
+    route: &Route,
+    mut outcomes: Vec<Outcome>,
+) -> Result<Outcome, HarnessError> {
+    outcomes.pop().ok_or_else(|| HarnessError::HarnessFault {
+        route: route.label(),
+        reason: "a run of one input gave no outcome".to_owned(),
+    })
+}

@@ -1,0 +1,316 @@
+//! The plans a rig keeps, and one run of a plan.
+//!
+//! The rig's programs are shape-generic (their inputs' extents are
+//! symbolic), so one compiled program serves every shape of a list of
+//! dtypes and ranks, and one `Prepared` every shape of a list of dtypes,
+//! ranks and layout kinds (owned or view). Where the engines cannot plan
+//! the shape-generic program, or refuse a kept plan for a run's shapes,
+//! the run goes on a program of its own shapes, prepared for it, whose
+//! verdict stands.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use tenferro_runtime::{CompiledGraph, EngineTarget, ExecutionEngine, Prepared, Runtime};
+use tenferro_tensor::{DType, Tensor, TensorRead};
+
+use super::program::{Extents, identity_program};
+use crate::run::spy::panic_message;
+use crate::{Case, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy, read_compact};
+use crate::{Element, with_element};
+
+/// The runs that share a `Prepared`: each input's dtype, rank and whether
+/// it is a view.
+type Signature = Vec<(DType, usize, bool)>;
+
+/// The runs that share a compiled program: each input's dtype and rank.
+type ProgramKey = Vec<(DType, usize)>;
+
+/// The most programs and plans a rig keeps; past this many both caches
+/// start again. Each plan holds the runtime's specialisation of it, so an
+/// unbounded cache would grow with every signature of a long run.
+const CACHE_LIMIT: usize = 256;
+
+/// The compiled programs and prepared plans of one rig.
+#[derive(Default)]
+pub(super) struct Plans {
+    programs: HashMap<ProgramKey, CompiledGraph>,
+    prepared: HashMap<Signature, Prepared>,
+    /// Signatures whose engines could not prepare or run the shape-generic
+    /// program: their runs go on a plan of their own.
+    shape_specific: HashSet<Signature>,
+}
+
+/// What one run of the runtime produced.
+pub(super) struct Executed {
+    /// The runtime's outputs, read (`y_1..y_k`, then `z_1..z_k` for a run
+    /// of several inputs), or how the run ended instead.
+    pub(super) outputs: Result<Vec<RuntimeOutput>, RuntimeVerdict>,
+    /// The outputs `y_1..y_k`, when asked to keep them.
+    pub(super) kept: Vec<Tensor>,
+}
+
+/// What a run needs of its rig.
+pub(super) struct Engines<'a> {
+    pub(super) runtime: &'a Runtime,
+    pub(super) source: &'a mut dyn ExecutionEngine,
+    pub(super) destination: &'a mut dyn ExecutionEngine,
+    pub(super) spy: &'a Spy,
+    pub(super) route: &'a Route,
+}
+
+impl Plans {
+    /// Number of prepared plans held.
+    pub(super) fn prepared_count(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// Run `cases` (staged as `inputs`) on a kept or fresh shape-generic
+    /// plan, else on a plan of their own shapes; `keep` keeps the outputs
+    /// `y_1..y_k`.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Prepare`] when the runtime cannot plan the run even
+    /// for its own shapes, or the program cannot be built.
+    pub(super) fn run(
+        &mut self,
+        engines: Engines<'_>,
+        cases: &[Case],
+        inputs: &[TensorRead<'_>],
+        keep: bool,
+    ) -> Result<Executed, HarnessError> {
+        let signature = signature_of(cases);
+        let key = program_key(cases);
+        self.make_room(&signature, &key);
+        let Engines {
+            runtime,
+            source,
+            destination,
+            spy,
+            route,
+        } = engines;
+        let run = RunOn {
+            runtime,
+            spy,
+            route,
+            inputs,
+            targets: [source.target(), destination.target()],
+            keep,
+        };
+        let mut engines: [&mut dyn ExecutionEngine; 2] = [source, destination];
+        if !self.shape_specific.contains(&signature)
+            && let Some(executed) = self.run_shape_generic(&run, &mut engines, signature, key)?
+        {
+            return Ok(executed);
+        }
+        let exact: Vec<(DType, &[usize])> = cases
+            .iter()
+            .map(|case| (case.dtype(), case.shape()))
+            .collect();
+        let own = identity_program(&Extents::Exact(&exact))?;
+        let plan = run.prepare(&own)?;
+        Ok(run.execute(&mut engines, &plan))
+    }
+
+    /// Start both caches again when they are full and hold neither this
+    /// run's `signature` nor its program `key`.
+    fn make_room(&mut self, signature: &Signature, key: &ProgramKey) {
+        if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(signature) {
+            self.prepared.clear();
+            self.shape_specific.clear();
+        }
+        if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(key) {
+            self.programs.clear();
+        }
+    }
+
+    /// Run on the kept or a fresh shape-generic plan of `signature`; `None`
+    /// when that run never reached the provider (or the plan could not be
+    /// prepared), so the run goes on a plan of its own shapes.
+    fn run_shape_generic(
+        &mut self,
+        run: &RunOn<'_, '_, '_>,
+        engines: &mut [&mut dyn ExecutionEngine; 2],
+        signature: Signature,
+        key: ProgramKey,
+    ) -> Result<Option<Executed>, HarnessError> {
+        let program = match self.programs.entry(key) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                let program = identity_program(&Extents::Symbolic(entry.key()))?;
+                entry.insert(program)
+            }
+        };
+        let kept = match self.prepared.entry(signature.clone()) {
+            Entry::Occupied(entry) => Some((entry.into_mut(), true)),
+            Entry::Vacant(entry) => run
+                .prepare(program)
+                .ok()
+                .map(|plan| (entry.insert(plan), false)),
+        };
+        match kept {
+            Some((plan, reused)) => {
+                let attempt = run.execute(engines, plan);
+                if !run.untouched() {
+                    return Ok(Some(attempt));
+                }
+                if !reused {
+                    // Its own fresh plan never reached the provider:
+                    // the engines cannot run the shape-generic program.
+                    self.prepared.remove(&signature);
+                    self.shape_specific.insert(signature);
+                }
+                // A kept plan refused for these shapes (an engine that
+                // specialises on extents) stays for its own.
+            }
+            None => {
+                self.shape_specific.insert(signature);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Each input's dtype, rank and whether it is a view: the runs that share
+/// a `Prepared`.
+fn signature_of(cases: &[Case]) -> Signature {
+    cases
+        .iter()
+        .map(|case| {
+            (
+                case.dtype(),
+                case.shape().len(),
+                matches!(case.layout(), Layout::View(_)),
+            )
+        })
+        .collect()
+}
+
+/// Each input's dtype and rank: the runs that share a compiled program.
+fn program_key(cases: &[Case]) -> ProgramKey {
+    cases
+        .iter()
+        .map(|case| (case.dtype(), case.shape().len()))
+        .collect()
+}
+
+/// What one run prepares and executes its plans with.
+struct RunOn<'a, 'inputs, 'read> {
+    runtime: &'a Runtime,
+    spy: &'a Spy,
+    route: &'a Route,
+    inputs: &'inputs [TensorRead<'read>],
+    /// The (source, destination) engines' targets.
+    targets: [EngineTarget; 2],
+    /// Whether to keep the outputs `y_1..y_k`.
+    keep: bool,
+}
+
+impl RunOn<'_, '_, '_> {
+    /// Prepare `program` for the run's inputs on its engines.
+    fn prepare(&self, program: &CompiledGraph) -> Result<Prepared, HarnessError> {
+        self.runtime
+            .prepare(program, self.inputs, &self.targets)
+            .map_err(|error| HarnessError::Prepare {
+                route: self.route.label(),
+                source: Box::new(error),
+            })
+    }
+
+    /// One run of `plan` on the run's inputs ([`execute`]).
+    fn execute(&self, engines: &mut [&mut dyn ExecutionEngine; 2], plan: &Prepared) -> Executed {
+        execute(
+            self.runtime,
+            engines,
+            plan,
+            self.inputs,
+            self.keep,
+            self.spy,
+        )
+    }
+
+    /// A run that never called the provider was refused before it got
+    /// there (or done without a transfer): nothing of it has happened
+    /// yet, and it runs again on its own program.
+    fn untouched(&self) -> bool {
+        self.spy.last().is_none()
+    }
+}
+
+/// The values of a runtime output, as they are now.
+pub(super) fn observe(read: TensorRead<'_>) -> RuntimeOutput {
+    let bytes = with_element!(read.dtype(), T => {
+        read_compact::<T>(&read).map(|values| {
+            let mut bytes = Vec::new();
+            <T as Element>::extend_bytes(&values, &mut bytes);
+            bytes
+        }).map_err(|error| error.to_string())
+    }, external => Err("external dtype".to_owned()));
+    RuntimeOutput {
+        dtype: read.dtype(),
+        shape: read.shape().to_vec(),
+        bytes,
+    }
+}
+
+/// One run of `plan` on `inputs`: the outputs read, and `y_1..y_k` when
+/// `keep`. A panic anywhere in it is caught and becomes the verdict.
+fn execute(
+    runtime: &Runtime,
+    engines: &mut [&mut dyn ExecutionEngine; 2],
+    plan: &Prepared,
+    inputs: &[TensorRead<'_>],
+    keep: bool,
+    spy: &Spy,
+) -> Executed {
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        match runtime.run(engines, plan, inputs) {
+            Ok(outputs) if outputs.len() >= inputs.len() => {
+                let observed: Vec<RuntimeOutput> = outputs
+                    .iter()
+                    .map(|output| observe(output.read()))
+                    .collect();
+                // Held only when asked: held, an output keeps the
+                // provider's allocation alive where the destination
+                // engine's reshape aliases it.
+                let kept = if keep {
+                    outputs
+                        .into_iter()
+                        .take(inputs.len())
+                        .filter_map(|output| output.into_owned())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Ok((observed, kept))
+            }
+            Ok(outputs) => Err(RuntimeVerdict::Other {
+                message: format!(
+                    "the run returned {} outputs for {} inputs",
+                    outputs.len(),
+                    inputs.len()
+                ),
+                chain: vec![],
+            }),
+            Err(error) => Err(RuntimeVerdict::classify(&error, spy.last().as_ref())),
+        }
+    }));
+    match run {
+        Ok(Ok((observed, kept))) => Executed {
+            outputs: Ok(observed),
+            kept,
+        },
+        Ok(Err(verdict)) => Executed {
+            outputs: Err(verdict),
+            kept: Vec::new(),
+        },
+        Err(payload) => Executed {
+            outputs: Err(RuntimeVerdict::Unwound {
+                message: panic_message(payload.as_ref()),
+            }),
+            kept: Vec::new(),
+        },
+    }
+}

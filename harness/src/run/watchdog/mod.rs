@@ -1,0 +1,485 @@
+//! `Watchdog`: runs each case on a worker thread under a deadline, so a
+//! provider that hangs becomes a `deadline` verdict and the suite goes on.
+
+mod deadline;
+mod worker;
+
+use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use crate::hold;
+use tenferro_runtime::TransferProvider;
+
+pub use deadline::RouteDeadline;
+use worker::{Job, Message, Worker, receive};
+
+use crate::{
+    Case, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route, RuntimeVerdict, SpyRecord,
+};
+
+/// The deadline of a case unless a caller chooses another: long enough for
+/// a million-element case in a debug build on a loaded two-core machine.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// After a deadline passes, how long the watchdog waits for a released
+/// worker to come back before it gives the worker up for lost.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// The same after a call overran the wall clock without parking in a
+/// simulated hang: releasing it does nothing, so waiting long for it only
+/// adds to the cost of a real hang; a call about to finish still comes
+/// back in time.
+const WALL_CLOCK_GRACE: Duration = Duration::from_millis(20);
+
+/// How often a released worker may park again on an abandoned case
+/// before it is given up for lost.
+const MAX_RELEASES: usize = 16;
+
+/// A call still running after this long is announced on stderr, and again
+/// every time as long again passes.
+const ANNOUNCE_AFTER: Duration = Duration::from_secs(10);
+
+use crate::run::rig::case_words;
+
+/// Say on stderr (past the test harness's capture) that a call has been
+/// running for `elapsed`: a hung provider otherwise leaves a test silent
+/// for the whole deadline.
+fn announce_wait(route: &Route, cases: &[Case], elapsed: Duration, limit: Duration) {
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "transfer-conformance: waiting on the provider of route {} for {} s (deadline {} s): case {}",
+        route.label(),
+        elapsed.as_secs(),
+        limit.as_secs(),
+        cases
+            .iter()
+            .map(case_words)
+            .collect::<Vec<_>>()
+            .join(" with ")
+    );
+}
+
+/// Runs cases through a [`Rig`] on a worker thread, each under a deadline.
+///
+/// A case that overruns is reported as [`RuntimeVerdict::TimedOut`], with
+/// the request the provider was serving and the case's event-domain trace.
+/// The watchdog then releases the hung thread (simulated hangs park in
+/// [`hold`]); if the thread does not come back, it is given up and a fresh
+/// rig runs the next case. Made with [`Watchdog::inline`], it runs cases
+/// on the calling thread instead, with no deadline.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tenferro_runtime::{TransferProvider, TransferRequest};
+/// use tenferro_tensor::Tensor;
+/// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Route, Rule, Watchdog, hold};
+///
+/// // A copy that hangs in the harness's simulated hold on its first call.
+/// #[derive(Debug, Default)]
+/// struct HangsOnce(std::sync::atomic::AtomicBool);
+/// impl TransferProvider for HangsOnce {
+///     fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+///         if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+///             hold::park_until_released();
+///         }
+///         HostProvider::new().transfer_blocking(request)
+///     }
+/// }
+///
+/// let route = Route::host_to_host().unwrap();
+/// let hang = Arc::new(HangsOnce::default());
+/// let mut watchdog = Watchdog::new(route.clone(), hang, Duration::from_millis(50)).unwrap();
+/// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+/// let judgement = Oracle.judge(&case, &route, &watchdog.run(&case).unwrap());
+/// assert_eq!(judgement.rules(), vec![Rule::Deadline]);
+/// // The watchdog survives to run the next case.
+/// assert!(watchdog.run(&case).is_ok());
+/// ```
+pub struct Watchdog {
+    route: Route,
+    provider: Arc<dyn TransferProvider>,
+    deadline: RouteDeadline,
+    worker: Option<Worker>,
+    /// The rig of a watchdog that runs its cases on the calling thread
+    /// ([`Watchdog::inline`]); `None`: cases run on the worker.
+    inline: Option<Box<Rig>>,
+    lost_workers: usize,
+    /// Whether the worker holds outputs ([`Watchdog::keep_outputs`]).
+    keeping: bool,
+}
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Watchdog")
+            .field("route", &self.route.label())
+            .field("deadline", &self.deadline)
+            .field("lost_workers", &self.lost_workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watchdog {
+    /// A watchdog running `provider` on `route` with `deadline` per case:
+    /// a `Duration`, or a [`RouteDeadline`] the route's other watchdogs
+    /// share (so that a hang is judged once per route).
+    ///
+    /// # Errors
+    ///
+    /// The rig's setup error when the runtime cannot be built.
+    pub fn new(
+        route: Route,
+        provider: Arc<dyn TransferProvider>,
+        deadline: impl Into<RouteDeadline>,
+    ) -> Result<Self, HarnessError> {
+        let worker = Worker::spawn(&route, &provider)?;
+        Ok(Self {
+            route,
+            provider,
+            deadline: deadline.into(),
+            worker: Some(worker),
+            inline: None,
+            lost_workers: 0,
+            keeping: false,
+        })
+    }
+
+    /// A watchdog that runs every case on the calling thread, with no
+    /// deadline and no hand-off to a worker: for a caller that bounds the
+    /// time itself (libFuzzer's `-timeout`, say) and runs providers that
+    /// cannot hang. A hang there blocks the caller; a panic is still
+    /// caught and judged, as in [`Rig::run`].
+    ///
+    /// The fuzz targets run their fault-free and non-hanging inputs this
+    /// way: two thread wake-ups a case were a fifth of an input's time.
+    ///
+    /// # Errors
+    ///
+    /// The rig's setup error when the runtime cannot be built.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Route, Watchdog};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut watchdog = Watchdog::inline(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &watchdog.run(&case).unwrap()).passed());
+    /// ```
+    pub fn inline(route: Route, provider: Arc<dyn TransferProvider>) -> Result<Self, HarnessError> {
+        let rig = Rig::new(route.clone(), Arc::clone(&provider))?;
+        Ok(Self {
+            route,
+            provider,
+            deadline: RouteDeadline::new(DEFAULT_DEADLINE),
+            worker: None,
+            inline: Some(Box::new(rig)),
+            lost_workers: 0,
+            keeping: false,
+        })
+    }
+
+    /// The route.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// The configured per-case deadline ([`DEFAULT_DEADLINE`] for an
+    /// inline watchdog, which enforces none).
+    pub fn deadline(&self) -> Duration {
+        self.deadline.configured()
+    }
+
+    /// The route's deadline, shared with its other watchdogs.
+    pub fn route_deadline(&self) -> &RouteDeadline {
+        &self.deadline
+    }
+
+    /// Worker threads given up for lost after a hang they never left.
+    pub fn lost_workers(&self) -> usize {
+        self.lost_workers
+    }
+
+    /// Hold the runtime's outputs from now on, or stop and drop them
+    /// ([`Rig::keep_outputs`]).
+    pub fn keep_outputs(&mut self, keep: bool) {
+        self.keeping = keep;
+        if let Some(rig) = &mut self.inline {
+            rig.keep_outputs(keep);
+        }
+        if let Some(worker) = &self.worker {
+            let _ = worker.jobs.send(Job::Keep(keep));
+        }
+    }
+
+    /// Read the held outputs a last time and drop them
+    /// ([`Rig::release_outputs`]); held outputs lost with a hung worker
+    /// are not read.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::WorkerDied`] when the worker does not answer within
+    /// the deadline.
+    pub fn release_outputs(&mut self) -> Result<crate::HeldOutputs, HarnessError> {
+        if let Some(rig) = &mut self.inline {
+            return Ok(rig.release_outputs());
+        }
+        let Some(worker) = &self.worker else {
+            return Ok(crate::HeldOutputs::default());
+        };
+        let died = || HarnessError::WorkerDied {
+            route: self.route.label(),
+        };
+        worker.jobs.send(Job::Release).map_err(|_| died())?;
+        match receive(&worker.replies, Some(self.deadline.configured())) {
+            Ok(Message::Released(held)) => Ok(held),
+            _ => Err(died()),
+        }
+    }
+
+    /// Run one case under the deadline.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rig::run`], or a worker that could not be started or died.
+    pub fn run(&mut self, case: &Case) -> Result<Outcome, HarnessError> {
+        let outcomes = self.run_together(std::slice::from_ref(case))?;
+        crate::run::rig::sole_outcome(&self.route, outcomes)
+    }
+
+    /// Move the inputs of `cases` in one run ([`Rig::run_together`]) under
+    /// the deadline, which is the per-case deadline times the number of
+    /// inputs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Rig::run_together`], or a worker that could not be started or
+    /// died.
+    pub fn run_together(&mut self, cases: &[Case]) -> Result<Vec<Outcome>, HarnessError> {
+        if let Some(rig) = &mut self.inline {
+            return rig.run_together(cases);
+        }
+        if let Some(reason) = self.deadline.exhausted() {
+            return Err(HarnessError::Unavailable { reason });
+        }
+        let worker = match self.worker.take() {
+            Some(worker) => worker,
+            None => {
+                let worker = Worker::spawn(&self.route, &self.provider)?;
+                if self.keeping {
+                    let _ = worker.jobs.send(Job::Keep(true));
+                }
+                worker
+            }
+        };
+        let died = || HarnessError::WorkerDied {
+            route: self.route.label(),
+        };
+        let inputs = u32::try_from(cases.len().max(1)).unwrap_or(u32::MAX);
+        let limit = self.deadline.limit().saturating_mul(inputs);
+        let hung_before = self.deadline.hung_on();
+        if worker.jobs.send(Job::Run(cases.to_vec())).is_err() {
+            return Err(died());
+        }
+        let start = Instant::now();
+        let mut announced = ANNOUNCE_AFTER;
+        let reply = loop {
+            let wait = limit.min(announced).saturating_sub(start.elapsed());
+            match receive(&worker.replies, Some(wait)) {
+                Err(RecvTimeoutError::Timeout) if start.elapsed() < limit => {
+                    announce_wait(&self.route, cases, start.elapsed(), limit);
+                    announced += ANNOUNCE_AFTER;
+                }
+                other => break other,
+            }
+        };
+        match reply {
+            Ok(Message::Done(reply)) => {
+                self.deadline.returned_after(start.elapsed());
+                self.worker = Some(worker);
+                *reply
+            }
+            // A simulated hang: the test owns its clock, so the deadline
+            // passes now rather than on the wall clock. Real hangs (a
+            // vendor's provider, a real device) never park here and keep
+            // the wall-clock deadline.
+            Ok(Message::Parked) => Ok(self.give_up(worker, cases, limit, GRACE)),
+            Ok(Message::Released(_)) => Err(HarnessError::HarnessFault {
+                route: self.route.label(),
+                reason: "the case worker answered a case with released outputs".to_owned(),
+            }),
+            // A call that overran the wall clock: the route remembers it,
+            // so that its later cases do not each wait a whole deadline.
+            Err(RecvTimeoutError::Timeout) => {
+                let (hung, mut outcomes) = self.give_up_at(worker, cases, limit, WALL_CLOCK_GRACE);
+                self.deadline.hung(&cases[hung.min(cases.len() - 1)]);
+                if let Some(first) = hung_before {
+                    // Overran the short deadline: not proven to hang.
+                    for outcome in &mut outcomes {
+                        outcome.runtime = RuntimeVerdict::Abandoned {
+                            limit,
+                            hung_on: first.clone(),
+                        };
+                    }
+                }
+                Ok(outcomes)
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(died()),
+        }
+    }
+
+    /// The outcomes of a run that overran `limit`; the worker is released
+    /// and kept if it comes back within `grace`.
+    fn give_up(
+        &mut self,
+        worker: Worker,
+        cases: &[Case],
+        limit: Duration,
+        grace: Duration,
+    ) -> Vec<Outcome> {
+        self.give_up_at(worker, cases, limit, grace).1
+    }
+
+    /// As [`Self::give_up`], with the index of the input whose call hung
+    /// (the first whose call had not returned). Inputs whose calls had
+    /// returned are judged on what they returned; those after the hung
+    /// one were never reached.
+    fn give_up_at(
+        &mut self,
+        worker: Worker,
+        cases: &[Case],
+        limit: Duration,
+        grace: Duration,
+    ) -> (usize, Vec<Outcome>) {
+        let returned = worker.spy.records();
+        let request = worker.spy.in_flight();
+        let stage = worker.spy.stage();
+        let trace = worker.trace.events();
+        let event_domains = worker.event_domains;
+        hold::release(worker.thread);
+        let mut releases = 1;
+        loop {
+            match worker.replies.recv_timeout(grace) {
+                // Its outcome belongs to a run already judged as timed out.
+                Ok(Message::Done(_) | Message::Released(_)) => {
+                    self.worker = Some(worker);
+                    break;
+                }
+                // Released, it parked again on the same abandoned run.
+                Ok(Message::Parked) if releases < MAX_RELEASES => {
+                    releases += 1;
+                    hold::release(worker.thread);
+                }
+                Ok(Message::Parked) | Err(_) => {
+                    self.lost_workers += 1;
+                    break;
+                }
+            }
+        }
+        let hung = returned.len();
+        let timed_out = |calls: Vec<SpyRecord>| Outcome {
+            runtime: RuntimeVerdict::TimedOut { limit },
+            calls,
+            snapshot_event_domains: event_domains,
+            trace: trace.clone(),
+            leaks: LeakCheck::Unchecked(
+                "the case timed out, so its tensors were never dropped".to_owned(),
+            ),
+            input: crate::InputReads::not_readable(
+                "the case timed out, so the input may still be in use",
+            ),
+            held: None,
+            holds_values_of: None,
+        };
+        let mut returned = returned.into_iter();
+        let outcomes = (0..cases.len())
+            .map(|index| match index.cmp(&hung) {
+                std::cmp::Ordering::Less => timed_out(returned.next().into_iter().collect()),
+                std::cmp::Ordering::Equal => timed_out(
+                    request
+                        .clone()
+                        .map(|request| SpyRecord {
+                            request,
+                            result: match stage {
+                                Some(method) => ProviderResult::StorageHung { method, limit },
+                                None => ProviderResult::TimedOut { limit },
+                            },
+                            input_after_return: None,
+                            destination_saw_output: None,
+                        })
+                        .into_iter()
+                        .collect(),
+                ),
+                std::cmp::Ordering::Greater => Outcome {
+                    runtime: RuntimeVerdict::NotReached {
+                        stopped_at: format!(
+                            "input {} ({}), whose call did not return",
+                            hung + 1,
+                            case_words(&cases[hung])
+                        ),
+                    },
+                    ..timed_out(Vec::new())
+                },
+            })
+            .collect();
+        (hung, outcomes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::thread::ThreadId;
+
+    use tenferro_runtime::TransferRequest;
+    use tenferro_tensor::Tensor;
+
+    use super::*;
+    use crate::{HostProvider, Oracle};
+
+    /// The host copy, remembering the thread of its last call.
+    #[derive(Debug, Default)]
+    struct RemembersThread(Mutex<Option<ThreadId>>);
+
+    impl TransferProvider for RemembersThread {
+        fn transfer_blocking(
+            &self,
+            request: TransferRequest<'_>,
+        ) -> tenferro_runtime::Result<Tensor> {
+            *self.0.lock().unwrap() = Some(std::thread::current().id());
+            HostProvider::new().transfer_blocking(request)
+        }
+    }
+
+    fn thread_of_call(inline: bool) -> ThreadId {
+        let route = Route::host_to_host().unwrap();
+        let provider = Arc::new(RemembersThread::default());
+        let shared = Arc::clone(&provider) as Arc<dyn TransferProvider>;
+        let mut watchdog = if inline {
+            Watchdog::inline(route.clone(), shared).unwrap()
+        } else {
+            Watchdog::new(route.clone(), shared, DEFAULT_DEADLINE).unwrap()
+        };
+        let case = Case::from_values(vec![3], vec![1.5_f32, -0.0, f32::NAN]).unwrap();
+        let outcome = watchdog.run(&case).unwrap();
+        assert!(Oracle.judge(&case, &route, &outcome).passed());
+        provider.0.lock().unwrap().expect("the provider was called")
+    }
+
+    #[test]
+    fn an_inline_watchdog_calls_the_provider_on_the_calling_thread() {
+        assert_eq!(thread_of_call(true), std::thread::current().id());
+    }
+
+    #[test]
+    fn a_watchdog_with_a_deadline_calls_the_provider_on_its_worker() {
+        assert_ne!(thread_of_call(false), std::thread::current().id());
+    }
+}

@@ -1,0 +1,83 @@
+//! How many cases a run draws, and how large they may be.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::HarnessError;
+
+/// How many cases to run, and how large they may be.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Profile {
+    /// A downstream crate's CI: few, small cases (about 2 s per provider).
+    Quick,
+    /// The default: enough cases to find narrow corners.
+    Default,
+    /// 100,000 cases, up to about a million elements.
+    Deep,
+}
+
+impl Profile {
+    /// Cases per provider.
+    pub fn cases(self) -> u32 {
+        match self {
+            Profile::Quick => 256,
+            Profile::Default => 2048,
+            Profile::Deep => 100_000,
+        }
+    }
+
+    /// The largest element count a case may have.
+    pub fn max_elements(self) -> usize {
+        match self {
+            Profile::Quick => 4096,
+            Profile::Default => 1 << 16,
+            Profile::Deep => 1 << 20,
+        }
+    }
+
+    /// The profile named by [`PROFILE_ENV`](super::PROFILE_ENV), or `Default` when it is unset.
+    ///
+    /// # Errors
+    ///
+    /// [`HarnessError::Settings`] naming the bad value when a setting is
+    /// not one the suite knows ([`crate::Settings::current`]).
+    pub fn from_env() -> Result<Self, HarnessError> {
+        Ok(crate::Settings::current()?
+            .profile
+            .unwrap_or(Profile::Default))
+    }
+
+    /// The profile's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Quick => "quick",
+            Profile::Default => "default",
+            Profile::Deep => "deep",
+        }
+    }
+}
+
+impl FromStr for Profile {
+    type Err = HarnessError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "quick" => Ok(Profile::Quick),
+            "default" => Ok(Profile::Default),
+            "deep" => Ok(Profile::Deep),
+            other => Err(HarnessError::InvalidCase {
+                reason: format!("unknown profile `{other}`; known profiles: quick, default, deep"),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
