@@ -71,7 +71,7 @@ pub use device::skip::{announce_skip, route_or_skip};
 
 // run: running a case.
 pub use run::accounting::{KeptMemory, Leak, PhaseMemory};
-pub use run::effects::{ChangedOutput, HeldOutputs, InputReads};
+pub use run::effects::{ChangedOutput, HeldOutputs, InputBefore, InputReads, Reread};
 pub use run::outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };

@@ -19,7 +19,7 @@ use tenferro_tensor::{
 };
 
 use crate::run::accounting::Sample;
-use crate::run::effects::read_backing;
+use crate::run::effects::{Reread, reread_backing};
 use crate::{CompletionState, Endpoint, ReadBack, source_chain};
 
 /// What the runtime asked the provider for.
@@ -336,14 +336,23 @@ pub struct SpyRecord {
     /// How it ended.
     pub result: ProviderResult,
     /// The input's whole backing storage, read through the source as soon
-    /// as the provider returned (`None` when the Spy was not told the
-    /// source, or the call never returned).
-    pub input_after_return: Option<ReadBack>,
+    /// as the provider returned and compared with what it held before the
+    /// call as it was read (`None` when the Spy was not told the source or
+    /// what the input held, or the call never returned).
+    pub input_after_return: Option<Reread>,
     /// Whether the destination's accounting (its ledger, or its counts
     /// where the route uses them) showed an allocation made during the
     /// call and alive at its return: the output it was handed. `None` where
     /// the destination accounts nothing, or nothing was returned.
     pub destination_saw_output: Option<bool>,
+}
+
+/// What each input of a run held before it, and how many of the run's
+/// calls have started.
+#[derive(Debug, Default)]
+struct InputsBefore {
+    before: Vec<Option<Arc<[u8]>>>,
+    started: usize,
 }
 
 /// Wraps the provider under test.
@@ -358,6 +367,9 @@ pub struct Spy {
     /// Whether the destination's counts of memory in use are sampled.
     counts_memory: bool,
     records: Mutex<Vec<SpyRecord>>,
+    /// What each input of the next run held before it, call by call
+    /// ([`Spy::expect_inputs`]), and how many of its calls have started.
+    inputs_before: Mutex<InputsBefore>,
     in_flight: Mutex<Option<RequestRecord>>,
     stage: Mutex<Option<&'static str>>,
 }
@@ -371,6 +383,7 @@ impl Spy {
             source: None,
             counts_memory: false,
             records: Mutex::new(Vec::new()),
+            inputs_before: Mutex::new(InputsBefore::default()),
             in_flight: Mutex::new(None),
             stage: Mutex::new(None),
         }
@@ -422,6 +435,28 @@ impl Spy {
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = request;
+    }
+
+    /// What the inputs of the next run hold before it, in the order the
+    /// runtime moves them (the `i`th call reads the `i`th input again when
+    /// it returns and compares it with `before[i]`); empty: the Spy reads
+    /// no input again.
+    pub(crate) fn expect_inputs(&self, before: Vec<Option<Arc<[u8]>>>) {
+        *self
+            .inputs_before
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = InputsBefore { before, started: 0 };
+    }
+
+    /// What the input of the call starting now held before the run.
+    fn input_before(&self) -> Option<Arc<[u8]>> {
+        let mut inputs = self
+            .inputs_before
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let reference = inputs.before.get(inputs.started).cloned().flatten();
+        inputs.started += 1;
+        reference
     }
 
     /// Take every record made since the last call.
@@ -486,25 +521,26 @@ impl TransferProvider for Spy {
         });
         self.set_in_flight(Some(asked.clone()));
         let input = request.input().clone();
+        let input_before = self.input_before();
         let accounted = self
             .destination
             .as_ref()
             .map(|destination| Sample::of(destination, self.counts_memory))
             .filter(Sample::accounts);
         let result = catch_unwind(AssertUnwindSafe(|| self.inner.transfer_blocking(request)));
-        // The borrowed input, read again before anything else runs.
+        // The borrowed input, read again before anything else runs, and
+        // compared with what it held as it is read.
         let input_after_return = self
             .source
             .as_ref()
-            .map(|source| read_backing(source, &input));
+            .zip(input_before)
+            .map(|(source, before)| reread_backing(source, &input, &before));
         let destination_saw_output = match (&result, &accounted, &self.destination) {
             (Ok(Ok(_)), Some(before), Some(destination)) => {
                 Some(before.shown_more_on(destination, self.counts_memory))
             }
             _ => None,
         };
-        // One image of the input, moved into the record (it can be as
-        // large as the case).
         let effects = move |request, result| SpyRecord {
             request,
             result,

@@ -1,5 +1,7 @@
 //! `Case`: one tensor to transfer: dtype, shape, layout and values.
 
+use std::sync::Arc;
+
 use crate::{Element, element_width};
 use serde::{Deserialize, Serialize};
 use tenferro_tensor::{Complex, DType};
@@ -182,7 +184,9 @@ pub struct Case {
     dtype: DType,
     shape: Vec<usize>,
     layout: Layout,
-    values: Vec<u8>,
+    /// Shared, not copied, between a case's clones: the rig's worker, the
+    /// recent inputs and the suite's records hold the same bytes.
+    values: Arc<[u8]>,
 }
 
 impl Case {
@@ -248,7 +252,7 @@ impl Case {
             dtype,
             shape,
             layout,
-            values,
+            values: values.into(),
         })
     }
 
@@ -303,6 +307,11 @@ impl Case {
     /// Little-endian images of the logical elements, column-major.
     pub fn values(&self) -> &[u8] {
         &self.values
+    }
+
+    /// The values, shared with the case rather than copied.
+    pub(crate) fn shared_values(&self) -> Arc<[u8]> {
+        Arc::clone(&self.values)
     }
 
     /// Number of logical elements.

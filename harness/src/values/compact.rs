@@ -38,18 +38,46 @@ pub fn read_compact<T: Element>(input: &TensorRead<'_>) -> Result<Vec<T>> {
 ///
 /// As [`read_compact`].
 pub fn read_view<T: Element>(view: &TypedTensorView<'_, T>) -> Result<Vec<T>> {
+    visit_view(view, <[T]>::to_vec)
+}
+
+/// The little-endian image of `input`'s logical values in column-major
+/// order: [`read_compact`]'s values as bytes, copied once. A compact
+/// layout's elements go from the mapped buffer straight into the image;
+/// only a strided one is gathered first.
+///
+/// # Errors
+///
+/// As [`read_compact`].
+pub(crate) fn read_compact_bytes<T: Element>(input: &TensorRead<'_>) -> Result<Vec<u8>> {
+    let view = T::typed_view(input.clone().tensor_view())
+        .ok_or_else(|| Error::dtype_mismatch("read_compact", T::DTYPE, input.dtype()))?;
+    visit_view(&view, |values| {
+        let mut bytes = Vec::new();
+        T::extend_bytes(values, &mut bytes);
+        bytes
+    })
+}
+
+/// `visit` called with the view's logical values in column-major order:
+/// borrowed from the mapped buffer where the layout is compact, gathered
+/// otherwise.
+fn visit_view<T: Element, R>(
+    view: &TypedTensorView<'_, T>,
+    visit: impl FnOnce(&[T]) -> R,
+) -> Result<R> {
     const OP: &str = "read_compact";
     if let Some(buffer) = view.backend_buffer() {
         let guard = buffer
             .map_read()
             .map_err(|error| Error::host_access(OP, error))?;
-        return gather(view.shape(), view.strides(), view.offset(), &guard);
+        return gather_with(view.shape(), view.strides(), view.offset(), &guard, visit);
     }
     match view.host_storage() {
-        Ok(backing) => gather(view.shape(), view.strides(), view.offset(), backing),
+        Ok(backing) => gather_with(view.shape(), view.strides(), view.offset(), backing, visit),
         // Storage-group roots (tenferro-cpu outputs) have no plain backing
         // slice; let tenferro materialize them.
-        Err(_) => view.to_col_major()?.as_view().with_host_read(<[T]>::to_vec),
+        Err(_) => view.to_col_major()?.as_view().with_host_read(visit),
     }
 }
 
@@ -74,20 +102,33 @@ pub fn gather<T: Copy>(
     offset: isize,
     backing: &[T],
 ) -> Result<Vec<T>> {
+    gather_with(shape, strides, offset, backing, <[T]>::to_vec)
+}
+
+/// `visit` called with the elements of a strided layout over `backing`,
+/// column-major: a compact layout's are borrowed from `backing`, any
+/// other's gathered.
+fn gather_with<T: Copy, R>(
+    shape: &[usize],
+    strides: &[isize],
+    offset: isize,
+    backing: &[T],
+    visit: impl FnOnce(&[T]) -> R,
+) -> Result<R> {
     const OP: &str = "gather";
     let count: usize = shape.iter().product();
     if count == 0 {
-        return Ok(Vec::new());
+        return Ok(visit(&[]));
     }
     if is_compact(shape, strides) {
         let start = usize::try_from(offset)
             .map_err(|_| Error::runtime_state(OP, "negative offset of a compact layout"))?;
         return backing
             .get(start..start + count)
-            .map(<[T]>::to_vec)
+            .map(visit)
             .ok_or_else(|| Error::runtime_state(OP, "layout reaches past the backing buffer"));
     }
-    strided_positions(shape, strides, offset)
+    let gathered = strided_positions(shape, strides, offset)
         .into_iter()
         .map(|position| {
             usize::try_from(position)
@@ -98,7 +139,8 @@ pub fn gather<T: Copy>(
                     Error::runtime_state(OP, "layout reaches outside the backing buffer")
                 })
         })
-        .collect()
+        .collect::<Result<Vec<T>>>()?;
+    Ok(visit(&gathered))
 }
 
 /// The linear position of every element of a strided layout, in
@@ -154,4 +196,44 @@ pub fn is_compact(shape: &[usize], strides: &[isize]) -> bool {
         expected *= extent as isize;
     }
     shape.len() == strides.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenferro_tensor::{TensorView, TypedTensorView};
+
+    fn bytes_of(values: &[f64]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        f64::extend_bytes(values, &mut bytes);
+        bytes
+    }
+
+    #[test]
+    fn the_image_read_once_is_the_image_of_the_compact_values() {
+        let backing: Vec<f64> = (0..12).map(f64::from).collect();
+        for (shape, strides, offset) in [
+            (vec![3, 2], vec![1, 3], 2_isize),
+            (vec![2, 2], vec![2, 1], 1),
+            (vec![3], vec![-2], 8),
+            (vec![0, 4], vec![1, 1], 0),
+        ] {
+            let view = TypedTensorView::from_slice(shape, strides, offset, &backing).unwrap();
+            let read = TensorRead::from_view(TensorView::F64(view));
+            assert_eq!(
+                read_compact_bytes::<f64>(&read).unwrap(),
+                bytes_of(&read_compact::<f64>(&read).unwrap())
+            );
+        }
+    }
+
+    #[test]
+    fn a_layout_past_its_backing_fails_as_gather_does() {
+        let backing = [1.0_f64, 2.0];
+        let error = gather_with(&[3], &[1], 0, &backing, <[f64]>::len).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            gather(&[3], &[1], 0, &backing).unwrap_err().to_string()
+        );
+    }
 }

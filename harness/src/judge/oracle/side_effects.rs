@@ -5,7 +5,7 @@
 
 use crate::judge::judgement::Judgement;
 use crate::values::image_diff::compare_images;
-use crate::{Case, LeakCheck, ReadBack, Rule};
+use crate::{Case, LeakCheck, Rule};
 
 /// `no-leak`: what the accounting of the devices left behind.
 pub(super) fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
@@ -55,14 +55,16 @@ pub(super) fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
 /// it and after the output was dropped, must not change.
 pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mut Judgement) {
     let before = match &reads.before {
-        ReadBack::Bytes(bytes) => bytes,
-        ReadBack::NotReadable { reason } => return judgement.skip(Rule::InputIntact, reason),
-        ReadBack::Failed { reason } => {
+        crate::InputBefore::NotReadable { reason } => {
+            return judgement.skip(Rule::InputIntact, reason);
+        }
+        crate::InputBefore::Failed { reason } => {
             return judgement.skip(
                 Rule::InputIntact,
                 &format!("the input could not be read before the call: {reason}"),
             );
         }
+        before => before.reference(case).unwrap_or_default(),
     };
     let backing: Vec<usize> = match case.layout() {
         crate::Layout::View(view) => view.backing_shape.clone(),
@@ -75,7 +77,8 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
     ] {
         let Some(read) = read else { continue };
         match read {
-            ReadBack::Bytes(after) => {
+            crate::Reread::Unchanged => compared = true,
+            crate::Reread::Changed(after) => {
                 compared = true;
                 if let Some(difference) = compare_images(case.dtype(), &backing, before, after) {
                     judgement.violate(
@@ -92,14 +95,14 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
                     return;
                 }
             }
-            ReadBack::Failed { reason } => {
+            crate::Reread::Failed { reason } => {
                 judgement.violate(
                     Rule::InputIntact,
                     format!("the input could not be read back {when}: {reason}"),
                 );
                 return;
             }
-            ReadBack::NotReadable { .. } => {}
+            crate::Reread::NotReadable { .. } => {}
         }
     }
     if !compared {

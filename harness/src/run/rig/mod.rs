@@ -21,7 +21,7 @@ use tenferro_tensor::Tensor;
 
 use crate::device::stage::with_inputs;
 use crate::run::accounting::Sample;
-use crate::run::effects::read_backing;
+use crate::run::effects::{InputBefore, Reread, read_before, reread_backing};
 use crate::{
     Case, HarnessError, HeldOutputs, InputReads, LeakCheck, Outcome, ProviderResult, ReadBack,
     Route, RuntimeOutput, RuntimeVerdict, Spy, SpyRecord,
@@ -78,8 +78,9 @@ pub struct Rig {
 /// What the staged part of a run produced.
 struct Ran {
     executed: plans::Executed,
-    /// Each input's backing before the run and after it.
-    input_reads: Vec<(ReadBack, ReadBack)>,
+    /// What each input's backing held before the run, and its read after
+    /// it compared with that (`None`: nothing to compare with).
+    input_reads: Vec<(InputBefore, Option<Reread>)>,
     /// Whether the source's accounting showed the staged inputs.
     staged: bool,
 }
@@ -361,7 +362,7 @@ impl Rig {
         ended: &RunEnd<'_>,
         index: usize,
         mut call: Vec<SpyRecord>,
-        (before_read, after_read): (ReadBack, ReadBack),
+        (before_read, after_read): (InputBefore, Option<Reread>),
     ) -> Outcome {
         let last = index + 1 == ended.reached;
         let runtime = ended.verdict_of(index);
@@ -384,7 +385,7 @@ impl Rig {
             input: InputReads {
                 before: before_read,
                 after_return,
-                after_drop: Some(after_read),
+                after_drop: after_read,
             },
             held: if last { ended.held.clone() } else { None },
             holds_values_of,
@@ -413,10 +414,18 @@ impl Rig {
             route.source(),
             cases,
             |inputs| -> Result<Ran, HarnessError> {
-                let before: Vec<ReadBack> = inputs
+                let before: Vec<InputBefore> = inputs
                     .iter()
-                    .map(|input| read_backing(route.source(), input))
+                    .zip(cases)
+                    .map(|(input, case)| read_before(route.source(), input, case))
                     .collect();
+                spy.expect_inputs(
+                    before
+                        .iter()
+                        .zip(cases)
+                        .map(|(before, case)| before.shared_reference(case))
+                        .collect(),
+                );
                 let staged = source_before.shown_more_on(route.source(), counted);
                 let engines = Engines {
                     runtime,
@@ -425,12 +434,19 @@ impl Rig {
                     spy,
                     route,
                 };
-                let executed = plans.run(engines, cases, inputs, *keeping)?;
+                let executed = plans.run(engines, cases, inputs, *keeping);
+                spy.expect_inputs(Vec::new());
+                let executed = executed?;
                 // The transfers' outputs were read and dropped (unless held).
                 let input_reads = before
                     .into_iter()
-                    .zip(inputs)
-                    .map(|(before, input)| (before, read_backing(route.source(), input)))
+                    .zip(inputs.iter().zip(cases))
+                    .map(|(before, (input, case))| {
+                        let after = before
+                            .reference(case)
+                            .map(|reference| reread_backing(route.source(), input, reference));
+                        (before, after)
+                    })
                     .collect();
                 Ok(Ran {
                     executed,

@@ -17,8 +17,9 @@ use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::program::{Extents, identity_program};
 use crate::run::spy::panic_message;
-use crate::{Case, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy, read_compact};
-use crate::{Element, with_element};
+use crate::values::compact::read_compact_bytes;
+use crate::with_element;
+use crate::{Case, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy};
 
 /// The runs that share a `Prepared`: each input's dtype, rank and whether
 /// it is a view.
@@ -242,11 +243,7 @@ impl RunOn<'_, '_, '_> {
 /// The values of a runtime output, as they are now.
 pub(super) fn observe(read: TensorRead<'_>) -> RuntimeOutput {
     let bytes = with_element!(read.dtype(), T => {
-        read_compact::<T>(&read).map(|values| {
-            let mut bytes = Vec::new();
-            <T as Element>::extend_bytes(&values, &mut bytes);
-            bytes
-        }).map_err(|error| error.to_string())
+        read_compact_bytes::<T>(&read).map_err(|error| error.to_string())
     }, external => Err("external dtype".to_owned()));
     RuntimeOutput {
         dtype: read.dtype(),
