@@ -49,6 +49,7 @@ pub use values::case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, Vie
 pub use values::compact::{
     compact_strides, gather, is_compact, read_compact, read_view, strided_positions,
 };
+pub use values::compared::{Compared, compare_as_read};
 pub use values::element::{Element, PRESET_DTYPES, element_width};
 
 // device: the device adapter API.
@@ -71,7 +72,7 @@ pub use device::skip::{announce_skip, route_or_skip};
 
 // run: running a case.
 pub use run::accounting::{KeptMemory, Leak, PhaseMemory};
-pub use run::effects::{ChangedOutput, HeldOutputs, InputBefore, InputReads, Reread};
+pub use run::effects::{ChangedOutput, HeldOutputs, InputBefore, InputReads};
 pub use run::outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };

@@ -3,7 +3,7 @@
 //! crossed value names the thread whose input arrived.
 
 use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
-use tenferro_transfer_harness::{ProviderResult, ReadBack, Rule};
+use tenferro_transfer_harness::{Compared, ProviderResult, Rule};
 
 use crate::runner::CaseRun;
 
@@ -54,8 +54,9 @@ pub(super) fn name_crossed(run: &mut CaseRun, thread: usize, index: usize, plans
         return;
     }
     let returned = match outcome.calls.last().map(|call| &call.result) {
+        // Only an output that is not its own case's values kept its image.
         Some(ProviderResult::Returned(returned)) => match &returned.bytes {
-            ReadBack::Bytes(bytes) => bytes.clone(),
+            Compared::Image(bytes) => bytes.clone(),
             _ => return,
         },
         _ => return,

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use arbitrary::{Arbitrary, Unstructured};
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{Case, HarnessError, HostProvider, Route, RuntimeVerdict};
+use tenferro_transfer_harness::{
+    Case, Compared, HarnessError, HostProvider, Route, RuntimeVerdict,
+};
 
 use super::{FuzzFailure, RigPool, agrees_with_runtime};
 use crate::runner::{CaseRun, JudgedAs, run_cases};
@@ -80,11 +82,7 @@ impl HostFuzzer {
                 source,
             })?;
         let route = watchdog.route().clone();
-        for (case, run) in
-            cases
-                .iter()
-                .zip(run_cases(watchdog, &route, &cases, JudgedAs::Inside, None))
-        {
+        for run in run_cases(watchdog, &route, &cases, JudgedAs::Inside, None) {
             let (judgement, outcome) = match run {
                 CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
                 // Plain host memory stages every case; a skip here would be
@@ -105,8 +103,7 @@ impl HostFuzzer {
                 });
             }
             match &outcome.runtime {
-                RuntimeVerdict::Accepted(output)
-                    if output.bytes.as_deref() == Ok(case.values()) => {}
+                RuntimeVerdict::Accepted(output) if output.bytes == Compared::Same => {}
                 other => {
                     return Err(FuzzFailure::HostValues {
                         context,

@@ -65,7 +65,7 @@ macro_rules! __rule_catalogue {
                 abbreviation: "va",
                 statement: "Every element arrives bit-exact, whatever the input's strides and offset: NaN payloads, -0.0 and subnormals included.",
                 origin: "TransferProvider::transfer_blocking docs (runtime/transfer.rs): the destination tensor is the input, transferred",
-                method: "The Spy maps the returned buffer and takes its byte image; the oracle compares it element by element with the case's bytes. Twins (a case, then one of its dtype and shape with a few interior elements changed) and runs of several inputs meet what a provider kept from an earlier call; an output that holds another input's values names that input.",
+                method: "The Spy maps the returned buffer and compares it with the case's bytes as it reads it, a chunk at a time, keeping its image only where it differs; the oracle names the elements that differ. Twins (a case, then one of its dtype and shape with a few interior elements changed) and runs of several inputs meet what a provider kept from an earlier call; an output that holds another input's values names that input.",
             },
             NoError no_error "no-error" V1 "No `Err` for an input the provider declares it handles." {
                 abbreviation: "ne",

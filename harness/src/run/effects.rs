@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use crate::{Case, Element, Layout, with_element};
+use crate::values::compared::compare_as_read;
+use crate::{Case, Compared, Element, Layout, with_element};
 use tenferro_tensor::{HostAccessError, StorageBuffer, Tensor, TensorRead};
 
 use crate::{Endpoint, ReadBack};
@@ -23,10 +24,10 @@ pub struct InputReads {
     /// As soon as the provider returned (or failed), before anything else
     /// ran; `None` when it never returned, or there was nothing read
     /// before the call to compare with.
-    pub after_return: Option<Reread>,
+    pub after_return: Option<Compared>,
     /// After the output was read and dropped; `None` when there was
     /// nothing read before the call to compare with.
-    pub after_drop: Option<Reread>,
+    pub after_drop: Option<Compared>,
 }
 
 impl InputReads {
@@ -86,35 +87,25 @@ impl InputBefore {
     }
 }
 
-/// A read of the input after the call, compared with what it held before
-/// the call ([`InputBefore::reference`]) as its bytes were read.
-#[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub enum Reread {
-    /// Every byte as before the call; no image is kept.
-    Unchanged,
-    /// Some byte changed: the whole backing as read, for the report.
-    Changed(Vec<u8>),
-    /// The read failed.
-    Failed {
-        /// Why.
-        reason: String,
-    },
-    /// The input cannot be read here.
-    NotReadable {
-        /// Why.
-        reason: String,
-    },
+impl From<ReadBack> for Compared {
+    /// A read with nothing to compare it with: its image, or why not.
+    fn from(read: ReadBack) -> Self {
+        match read {
+            ReadBack::Bytes(bytes) => Compared::Image(bytes),
+            ReadBack::Failed { reason } => Compared::Failed { reason },
+            ReadBack::NotReadable { reason } => Compared::NotReadable { reason },
+        }
+    }
 }
 
-impl Reread {
+impl Compared {
     /// A whole read (an adapter's `read_back`) compared with `reference`.
-    fn of(read: ReadBack, reference: &[u8]) -> Self {
+    pub(crate) fn of(read: ReadBack, reference: &[u8]) -> Self {
         match read {
-            ReadBack::Bytes(bytes) if bytes == reference => Reread::Unchanged,
-            ReadBack::Bytes(bytes) => Reread::Changed(bytes),
-            ReadBack::Failed { reason } => Reread::Failed { reason },
-            ReadBack::NotReadable { reason } => Reread::NotReadable { reason },
+            ReadBack::Bytes(bytes) if bytes == reference => Compared::Same,
+            ReadBack::Bytes(bytes) => Compared::Image(bytes),
+            ReadBack::Failed { reason } => Compared::Failed { reason },
+            ReadBack::NotReadable { reason } => Compared::NotReadable { reason },
         }
     }
 }
@@ -174,46 +165,16 @@ pub(crate) fn reread_backing(
     source: &Endpoint,
     input: &TensorRead<'_>,
     reference: &[u8],
-) -> Reread {
+) -> Compared {
     if let TensorRead::Tensor(tensor) = input
         && let Some(read) = source.adapter().read_back(tensor)
     {
-        return Reread::of(read, reference);
+        return Compared::of(read, reference);
     }
-    with_element!(input.dtype(), T => visit_backing::<T, _>(source, input, |values| compare::<T>(values, reference))
-        .unwrap_or_else(|unread| Reread::of(unread, reference)), external => Reread::NotReadable {
+    with_element!(input.dtype(), T => visit_backing::<T, _>(source, input, |values| compare_as_read::<T>(values, reference))
+        .unwrap_or_else(|unread| Compared::of(unread, reference)), external => Compared::NotReadable {
         reason: "external dtypes have no byte image".to_owned(),
     })
-}
-
-/// The elements per chunk a reread compares at a time.
-const COMPARED_AT_ONCE: usize = 4096;
-
-/// `values` compared with `reference`, a chunk at a time; the whole image
-/// only when they differ.
-fn compare<T: Element>(values: &[T], reference: &[u8]) -> Reread {
-    let mut chunk_bytes = Vec::new();
-    let mut offset = 0;
-    for chunk in values.chunks(COMPARED_AT_ONCE) {
-        chunk_bytes.clear();
-        T::extend_bytes(chunk, &mut chunk_bytes);
-        let end = offset + chunk_bytes.len();
-        if reference.get(offset..end) != Some(chunk_bytes.as_slice()) {
-            return changed(values);
-        }
-        offset = end;
-    }
-    if offset == reference.len() {
-        Reread::Unchanged
-    } else {
-        changed(values)
-    }
-}
-
-fn changed<T: Element>(values: &[T]) -> Reread {
-    let mut bytes = Vec::new();
-    T::extend_bytes(values, &mut bytes);
-    Reread::Changed(bytes)
 }
 
 /// `visit` called with the whole backing of `input` as `T`s, or why it
@@ -269,10 +230,10 @@ fn visit_backing<T: Element, R>(
 pub(crate) fn read_before(source: &Endpoint, input: &TensorRead<'_>, case: &Case) -> InputBefore {
     if matches!(case.layout(), Layout::Owned) {
         return match reread_backing(source, input, case.values()) {
-            Reread::Unchanged => InputBefore::CaseValues,
-            Reread::Changed(bytes) => InputBefore::Bytes(bytes.into()),
-            Reread::Failed { reason } => InputBefore::Failed { reason },
-            Reread::NotReadable { reason } => InputBefore::NotReadable { reason },
+            Compared::Same => InputBefore::CaseValues,
+            Compared::Image(bytes) => InputBefore::Bytes(bytes.into()),
+            Compared::Failed { reason } => InputBefore::Failed { reason },
+            Compared::NotReadable { reason } => InputBefore::NotReadable { reason },
         };
     }
     match read_backing(source, input) {
@@ -296,59 +257,12 @@ fn refused(source: &Endpoint, error: &HostAccessError) -> ReadBack {
     }
 }
 
-/// The byte image of a runtime output the rig holds, read again.
-pub(crate) fn output_image(tensor: &Tensor) -> Result<Vec<u8>, String> {
+/// A runtime output the rig holds, read again and compared with `bytes`,
+/// what it held when it was returned, as it is read.
+pub(crate) fn reread_output(tensor: &Tensor, bytes: &[u8]) -> Compared {
     let read = TensorRead::from_tensor(tensor);
     with_element!(read.dtype(), T => {
-        crate::values::compact::read_compact_bytes::<T>(&read).map_err(|error| error.to_string())
-    }, external => Err("external dtype".to_owned()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn image(values: &[f64]) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        f64::extend_bytes(values, &mut bytes);
-        bytes
-    }
-
-    #[test]
-    fn an_unchanged_read_keeps_no_image_and_a_change_anywhere_is_seen() {
-        let values: Vec<f64> = (0..3 * COMPARED_AT_ONCE + 7).map(|i| i as f64).collect();
-        let reference = image(&values);
-        assert_eq!(compare::<f64>(&values, &reference), Reread::Unchanged);
-        // A change in the last, partial chunk, past the first whole ones.
-        let mut changed = values.clone();
-        *changed.last_mut().unwrap() = -0.0;
-        assert_eq!(
-            compare::<f64>(&changed, &reference),
-            Reread::Changed(image(&changed))
-        );
-        // A NaN payload differs bit for bit, though both are NaN.
-        let mut nan = values.clone();
-        nan[COMPARED_AT_ONCE] = f64::from_bits(0x7ff8_0000_0000_0001);
-        let mut other = values.clone();
-        other[COMPARED_AT_ONCE] = f64::NAN;
-        assert_eq!(
-            compare::<f64>(&nan, &image(&other)),
-            Reread::Changed(image(&nan))
-        );
-    }
-
-    #[test]
-    fn a_read_of_another_length_is_a_change() {
-        let values = [1.0_f64, 2.0, 3.0];
-        let longer = image(&[1.0, 2.0, 3.0, 4.0]);
-        assert_eq!(
-            compare::<f64>(&values, &longer),
-            Reread::Changed(image(&values))
-        );
-        assert_eq!(
-            compare::<f64>(&values, &longer[..16]),
-            Reread::Changed(image(&values))
-        );
-        assert_eq!(compare::<f64>(&[], &[]), Reread::Unchanged);
-    }
+        crate::values::compact::compare_compact::<T>(&read, bytes)
+            .unwrap_or_else(|error| Compared::Failed { reason: error.to_string() })
+    }, external => Compared::Failed { reason: "external dtype".to_owned() })
 }

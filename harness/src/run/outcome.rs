@@ -79,8 +79,10 @@ pub struct RuntimeOutput {
     pub dtype: DType,
     /// Output shape.
     pub shape: Vec<usize>,
-    /// Little-endian image of the logical values, or why it was unreadable.
-    pub bytes: Result<Vec<u8>, String>,
+    /// The logical values, compared as they were read with the case's:
+    /// `Same`, or their little-endian image where they differ, or why they
+    /// could not be read.
+    pub bytes: crate::Compared,
 }
 
 /// How `Runtime::run` ended.

@@ -18,8 +18,10 @@ use tenferro_tensor::{
     AllocationDomainId, DType, HostAccessError, Placement, StorageBuffer, Tensor, TensorRead,
 };
 
+use crate::Compared;
 use crate::run::accounting::Sample;
-use crate::run::effects::{Reread, reread_backing};
+use crate::run::effects::reread_backing;
+use crate::values::compared::compare_as_read;
 use crate::{CompletionState, Endpoint, ReadBack, source_chain};
 
 /// What the runtime asked the provider for.
@@ -164,9 +166,11 @@ pub struct ReturnedTensor {
     pub backend_family: Option<&'static str>,
     /// Allocation domain, `None` for plain host storage.
     pub allocation_domain: Option<AllocationDomainId>,
-    /// Little-endian image of the whole buffer, or why it could not be read
-    /// (not readable: `values` is not checked; failed: a violation).
-    pub bytes: ReadBack,
+    /// The whole buffer, compared as it was read with the values the case
+    /// says it must hold: `Same`, or its little-endian image where it
+    /// differs (or the Spy was not told the case), or why it could not be
+    /// read (not readable: `values` is not checked; failed: a violation).
+    pub bytes: Compared,
     /// Whether the copy into it had completed when the provider returned.
     pub completion: CompletionState,
     /// Calls into the storage that panicked while it was read back.
@@ -174,7 +178,12 @@ pub struct ReturnedTensor {
 }
 
 impl ReturnedTensor {
-    fn of(tensor: &Tensor, destination: Option<&Endpoint>, spy: Option<&Spy>) -> Self {
+    fn of(
+        tensor: &Tensor,
+        destination: Option<&Endpoint>,
+        spy: Option<&Spy>,
+        expected: Option<&[u8]>,
+    ) -> Self {
         let mut guard = StorageGuard {
             spy,
             panics: Vec::new(),
@@ -198,8 +207,8 @@ impl ReturnedTensor {
         let allocation_domain = guard
             .call("allocation_domain", || read.allocation_domain())
             .flatten();
-        let (buffer_len, mapped, buffer_len_changed_to) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor, &mut guard),
-            external => (Some(0), ReadBack::NotReadable { reason: "external dtypes have no byte image".to_owned() }, None));
+        let (buffer_len, mapped, buffer_len_changed_to) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor, &mut guard, expected),
+            external => (Some(0), Compared::NotReadable { reason: "external dtypes have no byte image".to_owned() }, None));
         let bytes = destination
             .and_then(|endpoint| {
                 guard
@@ -213,7 +222,10 @@ impl ReturnedTensor {
                         })
                     })
             })
-            .unwrap_or(mapped);
+            .map_or(mapped, |read| match expected {
+                Some(expected) => Compared::of(read, expected),
+                None => Compared::from(read),
+            });
         Self {
             dtype: tensor.dtype(),
             shape: tensor.shape().to_vec(),
@@ -236,16 +248,18 @@ impl ReturnedTensor {
     }
 }
 
-/// The buffer's length, its byte image, and a second length read after the
-/// image when it differs from the first.
+/// The buffer's length, the buffer compared with `expected` as it is read
+/// (its byte image where it differs, or where nothing is expected), and a
+/// second length read after it when it differs from the first.
 fn buffer_image<T: Element>(
     tensor: &Tensor,
     guard: &mut StorageGuard<'_>,
-) -> (Option<usize>, ReadBack, Option<usize>) {
+    expected: Option<&[u8]>,
+) -> (Option<usize>, Compared, Option<usize>) {
     let Some(typed) = tensor.as_typed::<T>() else {
         return (
             Some(0),
-            ReadBack::Failed {
+            Compared::Failed {
                 reason: "tensor does not hold its declared dtype".to_owned(),
             },
             None,
@@ -253,35 +267,37 @@ fn buffer_image<T: Element>(
     };
     let buffer = typed.buffer();
     let len = guard.call("len", || buffer.len());
-    let image = match buffer {
-        StorageBuffer::Host(values) => {
+    let read = |values: &[T]| match expected {
+        Some(expected) => compare_as_read::<T>(values, expected),
+        None => {
             let mut bytes = Vec::new();
             T::extend_bytes(values, &mut bytes);
-            ReadBack::Bytes(bytes)
+            Compared::Image(bytes)
         }
-        StorageBuffer::Backend(storage) => match guard.call("map_read", || {
-            storage.map_read().map(|values| {
-                let mut bytes = Vec::new();
-                T::extend_bytes(&values, &mut bytes);
-                bytes
-            })
-        }) {
-            Some(Ok(bytes)) => ReadBack::Bytes(bytes),
-            // A storage that cannot be mapped to the host at all (device
-            // memory whose adapter reads nothing back) leaves the values
-            // unchecked: an honest skip, not the provider's fault.
-            Some(Err(error @ HostAccessError::Unsupported { .. })) => ReadBack::NotReadable {
-                reason: format!(
-                    "the output's storage cannot be mapped to the host ({error}) and its device's adapter reads nothing back"
-                ),
-            },
-            Some(Err(error)) => ReadBack::Failed {
-                reason: format!("map_read failed: {error}"),
-            },
-            None => ReadBack::Failed {
-                reason: "map_read panicked".to_owned(),
-            },
-        },
+    };
+    let image = match buffer {
+        StorageBuffer::Host(values) => read(values),
+        StorageBuffer::Backend(storage) => {
+            match guard.call("map_read", || {
+                storage.map_read().map(|values| read(&values))
+            }) {
+                Some(Ok(compared)) => compared,
+                // A storage that cannot be mapped to the host at all (device
+                // memory whose adapter reads nothing back) leaves the values
+                // unchecked: an honest skip, not the provider's fault.
+                Some(Err(error @ HostAccessError::Unsupported { .. })) => Compared::NotReadable {
+                    reason: format!(
+                        "the output's storage cannot be mapped to the host ({error}) and its device's adapter reads nothing back"
+                    ),
+                },
+                Some(Err(error)) => Compared::Failed {
+                    reason: format!("map_read failed: {error}"),
+                },
+                None => Compared::Failed {
+                    reason: "map_read panicked".to_owned(),
+                },
+            }
+        }
     };
     let later = match (len, &buffer) {
         (Some(first), StorageBuffer::Backend(_)) => guard
@@ -339,7 +355,7 @@ pub struct SpyRecord {
     /// as the provider returned and compared with what it held before the
     /// call as it was read (`None` when the Spy was not told the source or
     /// what the input held, or the call never returned).
-    pub input_after_return: Option<Reread>,
+    pub input_after_return: Option<Compared>,
     /// Whether the destination's accounting (its ledger, or its counts
     /// where the route uses them) showed an allocation made during the
     /// call and alive at its return: the output it was handed. `None` where
@@ -347,11 +363,21 @@ pub struct SpyRecord {
     pub destination_saw_output: Option<bool>,
 }
 
-/// What each input of a run held before it, and how many of the run's
+/// What the rig expects of one call of a run, for the Spy to compare its
+/// reads with as it takes them ([`Spy::expect`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Expected {
+    /// What the call's input held before the run (`input-intact`).
+    pub(crate) input: Option<Arc<[u8]>>,
+    /// The values its output must hold: the case's (`values`).
+    pub(crate) output: Option<Arc<[u8]>>,
+}
+
+/// What each call of a run is expected to read, and how many of the run's
 /// calls have started.
 #[derive(Debug, Default)]
-struct InputsBefore {
-    before: Vec<Option<Arc<[u8]>>>,
+struct RunExpectations {
+    calls: Vec<Expected>,
     started: usize,
 }
 
@@ -367,9 +393,8 @@ pub struct Spy {
     /// Whether the destination's counts of memory in use are sampled.
     counts_memory: bool,
     records: Mutex<Vec<SpyRecord>>,
-    /// What each input of the next run held before it, call by call
-    /// ([`Spy::expect_inputs`]), and how many of its calls have started.
-    inputs_before: Mutex<InputsBefore>,
+    /// What each call of the next run is expected to read ([`Spy::expect`]).
+    expected: Mutex<RunExpectations>,
     in_flight: Mutex<Option<RequestRecord>>,
     stage: Mutex<Option<&'static str>>,
 }
@@ -383,7 +408,7 @@ impl Spy {
             source: None,
             counts_memory: false,
             records: Mutex::new(Vec::new()),
-            inputs_before: Mutex::new(InputsBefore::default()),
+            expected: Mutex::new(RunExpectations::default()),
             in_flight: Mutex::new(None),
             stage: Mutex::new(None),
         }
@@ -437,26 +462,22 @@ impl Spy {
             .unwrap_or_else(PoisonError::into_inner) = request;
     }
 
-    /// What the inputs of the next run hold before it, in the order the
-    /// runtime moves them (the `i`th call reads the `i`th input again when
-    /// it returns and compares it with `before[i]`); empty: the Spy reads
-    /// no input again.
-    pub(crate) fn expect_inputs(&self, before: Vec<Option<Arc<[u8]>>>) {
-        *self
-            .inputs_before
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = InputsBefore { before, started: 0 };
+    /// What the calls of the next run are expected to read, in the order
+    /// the runtime makes them (the `i`th call moves the `i`th input): its
+    /// input again when it returns, compared with what it held before, and
+    /// the output it returns, compared with the case's values. Empty: the
+    /// Spy reads no input again and keeps every output's image.
+    pub(crate) fn expect(&self, calls: Vec<Expected>) {
+        *self.expected.lock().unwrap_or_else(PoisonError::into_inner) =
+            RunExpectations { calls, started: 0 };
     }
 
-    /// What the input of the call starting now held before the run.
-    fn input_before(&self) -> Option<Arc<[u8]>> {
-        let mut inputs = self
-            .inputs_before
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let reference = inputs.before.get(inputs.started).cloned().flatten();
-        inputs.started += 1;
-        reference
+    /// What the call starting now is expected to read.
+    fn next_expected(&self) -> Expected {
+        let mut run = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        let expected = run.calls.get(run.started).cloned().unwrap_or_default();
+        run.started += 1;
+        expected
     }
 
     /// Take every record made since the last call.
@@ -521,7 +542,7 @@ impl TransferProvider for Spy {
         });
         self.set_in_flight(Some(asked.clone()));
         let input = request.input().clone();
-        let input_before = self.input_before();
+        let expected = self.next_expected();
         let accounted = self
             .destination
             .as_ref()
@@ -533,7 +554,7 @@ impl TransferProvider for Spy {
         let input_after_return = self
             .source
             .as_ref()
-            .zip(input_before)
+            .zip(expected.input)
             .map(|(source, before)| reread_backing(source, &input, &before));
         let destination_saw_output = match (&result, &accounted, &self.destination) {
             (Ok(Ok(_)), Some(before), Some(destination)) => {
@@ -558,7 +579,12 @@ impl TransferProvider for Spy {
             Ok(Ok(tensor)) => {
                 // The request stays in flight while the returned storage is
                 // read: a hang there is the provider's too.
-                let returned = ReturnedTensor::of(&tensor, self.destination.as_ref(), Some(self));
+                let returned = ReturnedTensor::of(
+                    &tensor,
+                    self.destination.as_ref(),
+                    Some(self),
+                    expected.output.as_deref(),
+                );
                 self.push(effects(asked, ProviderResult::Returned(returned)));
                 Ok(tensor)
             }

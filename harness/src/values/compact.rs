@@ -41,21 +41,22 @@ pub fn read_view<T: Element>(view: &TypedTensorView<'_, T>) -> Result<Vec<T>> {
     visit_view(view, <[T]>::to_vec)
 }
 
-/// The little-endian image of `input`'s logical values in column-major
-/// order: [`read_compact`]'s values as bytes, copied once. A compact
-/// layout's elements go from the mapped buffer straight into the image;
-/// only a strided one is gathered first.
+/// `input`'s logical values in column-major order, compared with
+/// `expected` as they are read: a compact layout's straight from its
+/// mapped buffer, a strided one's gathered first; their little-endian
+/// image only where they differ.
 ///
 /// # Errors
 ///
 /// As [`read_compact`].
-pub(crate) fn read_compact_bytes<T: Element>(input: &TensorRead<'_>) -> Result<Vec<u8>> {
+pub(crate) fn compare_compact<T: Element>(
+    input: &TensorRead<'_>,
+    expected: &[u8],
+) -> Result<crate::Compared> {
     let view = T::typed_view(input.clone().tensor_view())
         .ok_or_else(|| Error::dtype_mismatch("read_compact", T::DTYPE, input.dtype()))?;
     visit_view(&view, |values| {
-        let mut bytes = Vec::new();
-        T::extend_bytes(values, &mut bytes);
-        bytes
+        crate::values::compared::compare_as_read::<T>(values, expected)
     })
 }
 
@@ -210,7 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn the_image_read_once_is_the_image_of_the_compact_values() {
+    fn values_compared_as_read_are_the_compact_values() {
         let backing: Vec<f64> = (0..12).map(f64::from).collect();
         for (shape, strides, offset) in [
             (vec![3, 2], vec![1, 3], 2_isize),
@@ -220,9 +221,16 @@ mod tests {
         ] {
             let view = TypedTensorView::from_slice(shape, strides, offset, &backing).unwrap();
             let read = TensorRead::from_view(TensorView::F64(view));
+            let compact = bytes_of(&read_compact::<f64>(&read).unwrap());
             assert_eq!(
-                read_compact_bytes::<f64>(&read).unwrap(),
-                bytes_of(&read_compact::<f64>(&read).unwrap())
+                compare_compact::<f64>(&read, &compact).unwrap(),
+                crate::Compared::Same
+            );
+            let mut other = compact.clone();
+            other.push(0);
+            assert_eq!(
+                compare_compact::<f64>(&read, &other).unwrap(),
+                crate::Compared::Image(compact)
             );
         }
     }

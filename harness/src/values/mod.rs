@@ -5,6 +5,7 @@
 
 pub(crate) mod case;
 pub(crate) mod compact;
+pub(crate) mod compared;
 pub(crate) mod element;
 pub(crate) mod image_diff;
 pub(crate) mod special_values;

@@ -4,7 +4,7 @@
 
 use crate::judge::judgement::Judgement;
 use crate::values::image_diff::compare_images;
-use crate::{Case, CompletionState, Outcome, ReadBack, RequestRecord, ReturnedTensor, Route, Rule};
+use crate::{Case, Compared, CompletionState, Outcome, RequestRecord, ReturnedTensor, Route, Rule};
 
 use super::OUTPUT_RULES;
 
@@ -184,12 +184,14 @@ pub(super) fn check_output(
         return;
     }
     match &returned.bytes {
-        ReadBack::Failed { reason } => judgement.violate(
+        Compared::Failed { reason } => judgement.violate(
             Rule::Values,
             format!("the output buffer could not be read: {reason}"),
         ),
-        ReadBack::NotReadable { reason } => judgement.skip(Rule::Values, reason),
-        ReadBack::Bytes(bytes) => {
+        Compared::NotReadable { reason } => judgement.skip(Rule::Values, reason),
+        // Compared with the case's values as it was read: bit for bit.
+        Compared::Same => {}
+        Compared::Image(bytes) => {
             if let Some(mut message) = compare_values(case, bytes) {
                 if let Some(other) = holds_values_of {
                     message.push_str(&format!(

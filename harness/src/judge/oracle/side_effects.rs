@@ -77,8 +77,8 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
     ] {
         let Some(read) = read else { continue };
         match read {
-            crate::Reread::Unchanged => compared = true,
-            crate::Reread::Changed(after) => {
+            crate::Compared::Same => compared = true,
+            crate::Compared::Image(after) => {
                 compared = true;
                 if let Some(difference) = compare_images(case.dtype(), &backing, before, after) {
                     judgement.violate(
@@ -95,14 +95,14 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
                     return;
                 }
             }
-            crate::Reread::Failed { reason } => {
+            crate::Compared::Failed { reason } => {
                 judgement.violate(
                     Rule::InputIntact,
                     format!("the input could not be read back {when}: {reason}"),
                 );
                 return;
             }
-            crate::Reread::NotReadable { .. } => {}
+            crate::Compared::NotReadable { .. } => {}
         }
     }
     if !compared {

@@ -8,9 +8,12 @@ use std::collections::VecDeque;
 
 use tenferro_tensor::{DType, Tensor};
 
-use crate::run::effects::output_image;
+use std::sync::Arc;
+
+use crate::Compared;
+use crate::run::effects::reread_output;
 use crate::values::image_diff::compare_images;
-use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, ReadBack, SpyRecord};
+use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, SpyRecord};
 
 use super::{Ran, Rig, case_words};
 
@@ -25,7 +28,7 @@ struct Held {
     shape: Vec<usize>,
     len: usize,
     output: Tensor,
-    bytes: Vec<u8>,
+    bytes: Arc<[u8]>,
 }
 
 /// The runtime outputs a rig holds across runs, oldest first.
@@ -46,9 +49,12 @@ impl HeldAcrossRuns {
         let mut seen = HeldOutputs::default();
         for held in &self.held {
             seen.reread += 1;
-            let difference = match output_image(&held.output) {
-                Ok(now) => compare_images(held.dtype, &held.shape, &held.bytes, &now),
-                Err(reason) => Some(format!("it could not be read again: {reason}")),
+            let difference = match reread_output(&held.output, &held.bytes) {
+                Compared::Same => None,
+                Compared::Image(now) => compare_images(held.dtype, &held.shape, &held.bytes, &now),
+                Compared::Failed { reason } | Compared::NotReadable { reason } => {
+                    Some(format!("it could not be read again: {reason}"))
+                }
             };
             if let Some(difference) = difference {
                 seen.changed.push(ChangedOutput {
@@ -65,7 +71,7 @@ impl HeldAcrossRuns {
     /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
     /// oldest beyond the most recent but never the latest of a dtype and
     /// length.
-    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Vec<u8>) {
+    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Arc<[u8]>) {
         let key = (case.dtype(), case.len());
         // The previous output of the same size is kept whatever its age;
         // so are the most recent ones.
@@ -105,8 +111,9 @@ pub(super) struct HeldInRun<'a> {
     /// The returned buffer's image as the Spy read it at return, when it
     /// could be read and paired element by element with the case.
     pub(super) at_return: Option<&'a [u8]>,
-    /// The program's second read of it (`z_i`), after the later transfers.
-    pub(super) at_end: &'a Result<Vec<u8>, String>,
+    /// The program's second read of it (`z_i`), after the later
+    /// transfers, compared with the case's values as it was read.
+    pub(super) at_end: &'a Compared,
 }
 
 /// What reading each output of a run again, after the later transfers of
@@ -123,14 +130,15 @@ pub(super) fn reread_in_run(inputs: &[HeldInRun<'_>], cases: &[Case]) -> HeldOut
             continue;
         };
         seen.reread += 1;
-        let difference = match input.at_end {
+        let at_end = input.at_end.values(input.case.values());
+        let difference = match at_end {
             Ok(now) => compare_images(input.case.dtype(), input.case.shape(), at_return, now),
             Err(reason) => Some(format!("it could not be read again: {reason}")),
         };
         let Some(mut difference) = difference else {
             continue;
         };
-        if let Ok(now) = input.at_end
+        if let Ok(now) = at_end
             && let Some(other) = cases
                 .iter()
                 .enumerate()
@@ -200,21 +208,15 @@ impl Rig {
 /// The image of a returned output as the Spy read it at return, when its
 /// elements pair with the case's: a complete copy of the case's dtype and
 /// length, read in full.
-fn readable_at_return<'a>(case: &Case, result: &'a ProviderResult) -> Option<&'a [u8]> {
+fn readable_at_return<'a>(case: &'a Case, result: &'a ProviderResult) -> Option<&'a [u8]> {
     let ProviderResult::Returned(returned) = result else {
         return None;
     };
     let complete = matches!(returned.completion, crate::CompletionState::Complete)
         || matches!(returned.completion, crate::CompletionState::Unknown { .. });
-    match &returned.bytes {
-        ReadBack::Bytes(bytes)
-            if complete
-                && returned.dtype == case.dtype()
-                && returned.buffer_len == Some(case.len())
-                && returned.buffer_len_changed_to.is_none() =>
-        {
-            Some(bytes)
-        }
-        _ => None,
-    }
+    let pairs = complete
+        && returned.dtype == case.dtype()
+        && returned.buffer_len == Some(case.len())
+        && returned.buffer_len_changed_to.is_none();
+    returned.bytes.values(case.values()).ok().filter(|_| pairs)
 }

@@ -19,12 +19,14 @@ use crate::trace::{self, Trace, TraceEvent};
 use tenferro_runtime::{EventDomainId, ExecutionEngine, Runtime, TransferProvider};
 use tenferro_tensor::Tensor;
 
+use crate::Compared;
 use crate::device::stage::with_inputs;
 use crate::run::accounting::Sample;
-use crate::run::effects::{InputBefore, Reread, read_before, reread_backing};
+use crate::run::effects::{InputBefore, read_before, reread_backing};
+use crate::run::spy::Expected;
 use crate::{
-    Case, HarnessError, HeldOutputs, InputReads, LeakCheck, Outcome, ProviderResult, ReadBack,
-    Route, RuntimeOutput, RuntimeVerdict, Spy, SpyRecord,
+    Case, HarnessError, HeldOutputs, InputReads, LeakCheck, Outcome, ProviderResult, Route,
+    RuntimeOutput, RuntimeVerdict, Spy, SpyRecord,
 };
 
 pub use held::HOLD_RECENT;
@@ -80,7 +82,7 @@ struct Ran {
     executed: plans::Executed,
     /// What each input's backing held before the run, and its read after
     /// it compared with that (`None`: nothing to compare with).
-    input_reads: Vec<(InputBefore, Option<Reread>)>,
+    input_reads: Vec<(InputBefore, Option<Compared>)>,
     /// Whether the source's accounting showed the staged inputs.
     staged: bool,
 }
@@ -348,8 +350,10 @@ impl Rig {
     ) {
         if let Ok(observed) = outputs {
             for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
-                if let Ok(bytes) = &seen.bytes {
-                    self.held.hold(case, output, bytes.clone());
+                match &seen.bytes {
+                    Compared::Same => self.held.hold(case, output, case.shared_values()),
+                    Compared::Image(bytes) => self.held.hold(case, output, bytes.as_slice().into()),
+                    Compared::Failed { .. } | Compared::NotReadable { .. } => {}
                 }
             }
         }
@@ -362,13 +366,13 @@ impl Rig {
         ended: &RunEnd<'_>,
         index: usize,
         mut call: Vec<SpyRecord>,
-        (before_read, after_read): (InputBefore, Option<Reread>),
+        (before_read, after_read): (InputBefore, Option<Compared>),
     ) -> Outcome {
         let last = index + 1 == ended.reached;
         let runtime = ended.verdict_of(index);
         let holds_values_of = match call.first().map(|call| &call.result) {
             Some(ProviderResult::Returned(returned)) => match &returned.bytes {
-                ReadBack::Bytes(bytes) => self.recent.whose(ended.cases, index, bytes),
+                Compared::Image(bytes) => self.recent.whose(ended.cases, index, bytes),
                 _ => None,
             },
             _ => None,
@@ -419,11 +423,14 @@ impl Rig {
                     .zip(cases)
                     .map(|(input, case)| read_before(route.source(), input, case))
                     .collect();
-                spy.expect_inputs(
+                spy.expect(
                     before
                         .iter()
                         .zip(cases)
-                        .map(|(before, case)| before.shared_reference(case))
+                        .map(|(before, case)| Expected {
+                            input: before.shared_reference(case),
+                            output: Some(case.shared_values()),
+                        })
                         .collect(),
                 );
                 let staged = source_before.shown_more_on(route.source(), counted);
@@ -435,7 +442,7 @@ impl Rig {
                     route,
                 };
                 let executed = plans.run(engines, cases, inputs, *keeping);
-                spy.expect_inputs(Vec::new());
+                spy.expect(Vec::new());
                 let executed = executed?;
                 // The transfers' outputs were read and dropped (unless held).
                 let input_reads = before
@@ -491,9 +498,9 @@ impl RunEnd<'_> {
                 RuntimeVerdict::Accepted(RuntimeOutput {
                     dtype: case.dtype(),
                     shape: case.shape().to_vec(),
-                    bytes: Err(format!(
-                        "not read: the run stopped later, at input {reached}"
-                    )),
+                    bytes: Compared::NotReadable {
+                        reason: format!("not read: the run stopped later, at input {reached}"),
+                    },
                 })
             }
             Err(verdict) if last => verdict.clone(),

@@ -17,9 +17,9 @@ use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::program::{Extents, identity_program};
 use crate::run::spy::panic_message;
-use crate::values::compact::read_compact_bytes;
+use crate::values::compact::compare_compact;
 use crate::with_element;
-use crate::{Case, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy};
+use crate::{Case, Compared, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy};
 
 /// The runs that share a `Prepared`: each input's dtype, rank and whether
 /// it is a view.
@@ -96,6 +96,7 @@ impl Plans {
             runtime,
             spy,
             route,
+            cases,
             inputs,
             targets: [source.target(), destination.target()],
             keep,
@@ -202,6 +203,8 @@ struct RunOn<'a, 'inputs, 'read> {
     runtime: &'a Runtime,
     spy: &'a Spy,
     route: &'a Route,
+    /// The run's cases, whose values its outputs must hold.
+    cases: &'a [Case],
     inputs: &'inputs [TensorRead<'read>],
     /// The (source, destination) engines' targets.
     targets: [EngineTarget; 2],
@@ -226,7 +229,7 @@ impl RunOn<'_, '_, '_> {
             self.runtime,
             engines,
             plan,
-            self.inputs,
+            (self.cases, self.inputs),
             self.keep,
             self.spy,
         )
@@ -240,11 +243,12 @@ impl RunOn<'_, '_, '_> {
     }
 }
 
-/// The values of a runtime output, as they are now.
-pub(super) fn observe(read: TensorRead<'_>) -> RuntimeOutput {
+/// The values of a runtime output, as they are now, compared with
+/// `expected` as they are read.
+pub(super) fn observe(read: TensorRead<'_>, expected: &[u8]) -> RuntimeOutput {
     let bytes = with_element!(read.dtype(), T => {
-        read_compact_bytes::<T>(&read).map_err(|error| error.to_string())
-    }, external => Err("external dtype".to_owned()));
+        compare_compact::<T>(&read, expected).unwrap_or_else(|error| Compared::Failed { reason: error.to_string() })
+    }, external => Compared::Failed { reason: "external dtype".to_owned() });
     RuntimeOutput {
         dtype: read.dtype(),
         shape: read.shape().to_vec(),
@@ -252,13 +256,15 @@ pub(super) fn observe(read: TensorRead<'_>) -> RuntimeOutput {
     }
 }
 
-/// One run of `plan` on `inputs`: the outputs read, and `y_1..y_k` when
+/// One run of `plan` on the `inputs` of `cases`: the outputs read (each
+/// compared with its case's values as it is read: output `j` is input
+/// `j mod k`'s, `y_j` then its second read `z_j`), and `y_1..y_k` when
 /// `keep`. A panic anywhere in it is caught and becomes the verdict.
 fn execute(
     runtime: &Runtime,
     engines: &mut [&mut dyn ExecutionEngine; 2],
     plan: &Prepared,
-    inputs: &[TensorRead<'_>],
+    (cases, inputs): (&[Case], &[TensorRead<'_>]),
     keep: bool,
     spy: &Spy,
 ) -> Executed {
@@ -267,7 +273,8 @@ fn execute(
             Ok(outputs) if outputs.len() >= inputs.len() => {
                 let observed: Vec<RuntimeOutput> = outputs
                     .iter()
-                    .map(|output| observe(output.read()))
+                    .zip(cases.iter().cycle())
+                    .map(|(output, case)| observe(output.read(), case.values()))
                     .collect();
                 // Held only when asked: held, an output keeps the
                 // provider's allocation alive where the destination
