@@ -39,6 +39,8 @@ struct Inner {
     copies: CopyEngine,
     /// Whether the engine's layout kernels write fresh memory.
     copying_kernels: std::sync::atomic::AtomicBool,
+    /// Whether the host cannot map the device's memory.
+    opaque_memory: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One device of the vendor: memory in an allocation domain of its own, an
@@ -126,6 +128,7 @@ impl VendorDevice {
                 accounting: Arc::new(Accounting::default()),
                 copies,
                 copying_kernels: std::sync::atomic::AtomicBool::new(false),
+                opaque_memory: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             }),
         })
     }
@@ -160,6 +163,41 @@ impl VendorDevice {
     pub fn copying_kernels(&self) -> bool {
         self.inner
             .copying_kernels
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Make the device's memory opaque to the host, as most GPUs' device
+    /// memory is: `map_read` of its tensors is refused
+    /// (`HostAccessError::Unsupported`), and only the device reads them
+    /// (its kernels, [`VendorDevice::download`]). An adapter then reads its
+    /// tensors back by downloading them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use example_vendor_device::VendorDevice;
+    /// use tenferro_tensor::{HostAccessError, StorageBuffer, TensorRead};
+    ///
+    /// let device = VendorDevice::open(0).unwrap();
+    /// device.set_opaque_memory(true);
+    /// let x = device.tensor(vec![2], vec![1.5_f64, -0.0]).unwrap();
+    /// let StorageBuffer::Backend(storage) = x.as_typed::<f64>().unwrap().buffer() else {
+    ///     unreachable!("device memory");
+    /// };
+    /// assert!(matches!(storage.map_read(), Err(HostAccessError::Unsupported { .. })));
+    /// let host = device.download(&TensorRead::from_tensor(&x)).unwrap();
+    /// assert_eq!(host.as_typed::<f64>().unwrap().as_slice().unwrap(), &[1.5, -0.0]);
+    /// ```
+    pub fn set_opaque_memory(&self, opaque: bool) {
+        self.inner
+            .opaque_memory
+            .store(opaque, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the host cannot map the device's memory.
+    pub fn opaque_memory(&self) -> bool {
+        self.inner
+            .opaque_memory
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -457,7 +495,12 @@ impl VendorDevice {
     }
 
     pub(crate) fn storage<T: DeviceScalar>(&self, data: Vec<T>) -> VendorStorage<T> {
-        VendorStorage::new(data, self.inner.domain, Arc::clone(&self.inner.accounting))
+        VendorStorage::new(
+            data,
+            self.inner.domain,
+            Arc::clone(&self.inner.accounting),
+            Arc::clone(&self.inner.opaque_memory),
+        )
     }
 
     pub(crate) fn wrap<T: DeviceScalar>(

@@ -3,6 +3,8 @@
 
 use std::fmt::Debug;
 
+use crate::storage::VendorStorage;
+
 use tenferro_tensor::{
     Complex, DType, Error, Result, TensorRead, TensorScalar, TensorView, TypedTensorView,
 };
@@ -96,7 +98,8 @@ pub(crate) fn unsupported_dtype(op: &'static str, dtype: DType) -> Error {
 
 /// The logical values of `input` in column-major order, honouring its
 /// shape, strides and offset (negative steps and permuted axes included);
-/// backend storage is read through `map_read`.
+/// the device's own memory is read as its kernels read it (also where the
+/// host cannot map it), any other backend storage through `map_read`.
 ///
 /// # Errors
 ///
@@ -108,9 +111,13 @@ pub fn read_compact<T: DeviceScalar>(input: &TensorRead<'_>) -> Result<Vec<T>> {
     let view = T::typed_view(input.clone().tensor_view())
         .ok_or_else(|| Error::dtype_mismatch(OP, T::dtype(), input.dtype()))?;
     if let Some(buffer) = view.backend_buffer() {
-        let guard = buffer
-            .map_read()
-            .map_err(|error| Error::host_access(OP, error))?;
+        // The device's own memory is read as its kernels read it, mapped
+        // or not; any other backend's through `map_read`.
+        let guard = match buffer.as_any().downcast_ref::<VendorStorage<T>>() {
+            Some(storage) => storage.read_on_device(),
+            None => buffer.map_read(),
+        }
+        .map_err(|error| Error::host_access(OP, error))?;
         return gather(view.shape(), view.strides(), view.offset(), &guard);
     }
     match view.host_storage() {

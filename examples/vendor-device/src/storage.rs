@@ -113,6 +113,9 @@ pub(crate) struct Allocation<T> {
     /// Its tensors were all dropped while a copy still held it.
     deferred: AtomicBool,
     accounting: Arc<Accounting>,
+    /// Whether the host may map it; the device's own kernels always read
+    /// it (the device's switch, [`crate::VendorDevice::set_opaque_memory`]).
+    opaque: Arc<AtomicBool>,
 }
 
 impl<T> Allocation<T> {
@@ -162,11 +165,13 @@ pub struct VendorStorage<T> {
 }
 
 impl<T> VendorStorage<T> {
-    /// Allocate `data` in `domain`, accounted in `accounting`.
+    /// Allocate `data` in `domain`, accounted in `accounting`; the host
+    /// cannot map it while `opaque` is set.
     pub(crate) fn new(
         data: Vec<T>,
         domain: AllocationDomainId,
         accounting: Arc<Accounting>,
+        opaque: Arc<AtomicBool>,
     ) -> Self {
         let len = data.len();
         let bytes = len * std::mem::size_of::<T>();
@@ -181,6 +186,7 @@ impl<T> VendorStorage<T> {
                     bytes,
                     deferred: AtomicBool::new(false),
                     accounting,
+                    opaque,
                 }),
             }),
             len,
@@ -229,6 +235,25 @@ impl<T> VendorStorage<T> {
     /// Whether the copy into this allocation has landed.
     pub fn state(&self) -> CopyState {
         self.allocation().state()
+    }
+
+    /// The allocation as the device's own kernels read it, once every copy
+    /// into it has landed (opaque or not).
+    ///
+    /// # Errors
+    ///
+    /// [`HostAccessError::GpuAccessInProgress`] while a copy into it is in
+    /// flight.
+    pub fn read_on_device(&self) -> Result<HostReadGuard<'_, T>, HostAccessError> {
+        match self.allocation().state() {
+            CopyState::Landed => Ok(HostReadGuard::new(
+                self.allocation()
+                    .data
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner),
+            )),
+            CopyState::InFlight { .. } => Err(HostAccessError::GpuAccessInProgress),
+        }
     }
 
     /// Overwrite every element of the allocation with `value`, whatever
@@ -294,17 +319,16 @@ impl<T: Clone + Send + Sync + 'static> BackendStorage<T> for VendorStorage<T> {
     }
 
     /// Device memory is host-visible once every copy into it has landed;
-    /// while one is in flight the read is refused, never served poison.
+    /// while one is in flight the read is refused, never served poison. On
+    /// a device whose memory is opaque the host cannot map it at all, as
+    /// with most GPUs' device memory.
     fn map_read(&self) -> Result<tenferro_tensor::HostReadGuard<'_, T>, HostAccessError> {
-        match self.allocation().state() {
-            CopyState::Landed => Ok(HostReadGuard::new(
-                self.allocation()
-                    .data
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner),
-            )),
-            CopyState::InFlight { .. } => Err(HostAccessError::GpuAccessInProgress),
+        if self.allocation().opaque.load(Ordering::SeqCst) {
+            return Err(HostAccessError::Unsupported {
+                backend: VENDOR_FAMILY,
+            });
         }
+        self.read_on_device()
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -258,8 +258,13 @@ fn refused(source: &Endpoint, error: &HostAccessError) -> ReadBack {
 }
 
 /// A runtime output the rig holds, read again and compared with `bytes`,
-/// what it held when it was returned, as it is read.
-pub(crate) fn reread_output(tensor: &Tensor, bytes: &[u8]) -> Compared {
+/// what it held when it was returned, as it is read: through the
+/// destination's adapter where it reads the tensor back, else from its
+/// mapped buffer.
+pub(crate) fn reread_output(destination: &Endpoint, tensor: &Tensor, bytes: &[u8]) -> Compared {
+    if let Some(read) = destination.adapter().read_back(tensor) {
+        return Compared::of(read, bytes);
+    }
     let read = TensorRead::from_tensor(tensor);
     with_element!(read.dtype(), T => {
         crate::values::compact::compare_compact::<T>(&read, bytes)

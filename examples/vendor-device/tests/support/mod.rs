@@ -1,8 +1,10 @@
 //! The vendor device as the suite sees it: the adapter, its two routes and
-//! the suite over them (`opening.rs` opens the device, `suites.rs` has the
-//! other suites; the fuzz target includes them too).
+//! the suite over them (`opening.rs` opens the device, `opaque.rs` reads
+//! back memory the host cannot map, `suites.rs` has the other suites; the
+//! fuzz target includes them too).
 #![allow(dead_code)] // Each test target uses part of it.
 
+mod opaque;
 mod opening;
 mod suites;
 pub use suites::*;
@@ -48,6 +50,11 @@ impl DeviceEndpoint for VendorEndpoint {
     fn stage(&self, case: &Case, take: &mut dyn FnMut(TensorRead<'_>)) -> Result<(), HarnessError> {
         let upload = |host: Tensor| self.device.upload(&TensorRead::from_tensor(&host));
         stage_via_host(case, |host| upload(host).map_err(HarnessError::stage), take)
+    }
+
+    /// Memory the host cannot map (opaque, as a GPU's) is downloaded (`opaque.rs`).
+    fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
+        opaque::read_back(&self.device, tensor)
     }
 
     fn completion(&self, tensor: &Tensor) -> CompletionState {

@@ -28,6 +28,22 @@ pub fn counting_copying_upload_route() -> Result<Route, HarnessError> {
     Route::new(Endpoint::host("host")?, Endpoint::new(npu))
 }
 
+/// Host to a fresh vendor device `npu0` whose memory the host cannot map
+/// (as a GPU's): the adapter reads its tensors back by downloading them.
+pub fn opaque_upload_route() -> Result<Route, HarnessError> {
+    let npu = VendorEndpoint::open(0)?;
+    npu.device.set_opaque_memory(true);
+    Route::host_to(npu)
+}
+
+/// A fresh opaque vendor device `npu0` (as [`opaque_upload_route`]) to the
+/// host.
+pub fn opaque_download_route() -> Result<Route, HarnessError> {
+    let npu = VendorEndpoint::open(0)?;
+    npu.device.set_opaque_memory(true);
+    Route::to_host(npu)
+}
+
 /// How a test builds a provider on the route's vendor device.
 pub type MakeProvider = fn(VendorDevice) -> Arc<dyn TransferProvider>;
 

@@ -10,10 +10,10 @@ use tenferro_tensor::{DType, Tensor};
 
 use std::sync::Arc;
 
-use crate::Compared;
 use crate::run::effects::reread_output;
 use crate::values::image_diff::compare_images;
 use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, SpyRecord};
+use crate::{Compared, Endpoint};
 
 use super::{Ran, Rig, case_words};
 
@@ -45,11 +45,11 @@ impl HeldAcrossRuns {
 
     /// Read every held output again, after the call of case `after`
     /// (`None`: as they are released).
-    pub(super) fn reread(&self, after: Option<&str>) -> HeldOutputs {
+    pub(super) fn reread(&self, after: Option<&str>, destination: &Endpoint) -> HeldOutputs {
         let mut seen = HeldOutputs::default();
         for held in &self.held {
             seen.reread += 1;
-            let difference = match reread_output(&held.output, &held.bytes) {
+            let difference = match reread_output(destination, &held.output, &held.bytes) {
                 Compared::Same => None,
                 Compared::Image(now) => compare_images(held.dtype, &held.shape, &held.bytes, &now),
                 Compared::Failed { reason } | Compared::NotReadable { reason } => {
@@ -179,7 +179,9 @@ impl Rig {
         ran: &Ran,
     ) -> Option<HeldOutputs> {
         let last = cases.last().map(case_words);
-        let mut seen = self.keeping.then(|| self.held.reread(last.as_deref()));
+        let mut seen = self
+            .keeping
+            .then(|| self.held.reread(last.as_deref(), self.route.destination()));
         if let (true, Ok(observed)) = (cases.len() > 1, &ran.executed.outputs)
             && calls.len() == cases.len()
         {

@@ -205,7 +205,7 @@ impl Rig {
     /// outputs that changed since they were returned (`output-stable` at
     /// the end of a route).
     pub fn release_outputs(&mut self) -> HeldOutputs {
-        let seen = self.held.reread(None);
+        let seen = self.held.reread(None, self.route.destination());
         self.held.clear();
         seen
     }

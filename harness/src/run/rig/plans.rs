@@ -19,7 +19,9 @@ use super::program::{Extents, identity_program};
 use crate::run::spy::panic_message;
 use crate::values::compact::compare_compact;
 use crate::with_element;
-use crate::{Case, Compared, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy};
+use crate::{
+    Case, Compared, Endpoint, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy,
+};
 
 /// The runs that share a `Prepared`: each input's dtype, rank and whether
 /// it is a view.
@@ -231,7 +233,7 @@ impl RunOn<'_, '_, '_> {
             plan,
             (self.cases, self.inputs),
             self.keep,
-            self.spy,
+            (self.spy, self.route.destination()),
         )
     }
 
@@ -244,11 +246,24 @@ impl RunOn<'_, '_, '_> {
 }
 
 /// The values of a runtime output, as they are now, compared with
-/// `expected` as they are read.
-pub(super) fn observe(read: TensorRead<'_>, expected: &[u8]) -> RuntimeOutput {
-    let bytes = with_element!(read.dtype(), T => {
-        compare_compact::<T>(&read, expected).unwrap_or_else(|error| Compared::Failed { reason: error.to_string() })
-    }, external => Compared::Failed { reason: "external dtype".to_owned() });
+/// `expected` as they are read: through the destination's adapter where it
+/// reads the tensor back (memory the host cannot map), else from its
+/// mapped buffer.
+pub(super) fn observe(
+    read: TensorRead<'_>,
+    expected: &[u8],
+    destination: &Endpoint,
+) -> RuntimeOutput {
+    let read_back = match &read {
+        TensorRead::Tensor(tensor) => destination.adapter().read_back(tensor),
+        TensorRead::View(_) => None,
+    };
+    let bytes = match read_back {
+        Some(read_back) => Compared::of(read_back, expected),
+        None => with_element!(read.dtype(), T => {
+            compare_compact::<T>(&read, expected).unwrap_or_else(|error| Compared::Failed { reason: error.to_string() })
+        }, external => Compared::Failed { reason: "external dtype".to_owned() }),
+    };
     RuntimeOutput {
         dtype: read.dtype(),
         shape: read.shape().to_vec(),
@@ -266,7 +281,7 @@ fn execute(
     plan: &Prepared,
     (cases, inputs): (&[Case], &[TensorRead<'_>]),
     keep: bool,
-    spy: &Spy,
+    (spy, destination): (&Spy, &Endpoint),
 ) -> Executed {
     let run = catch_unwind(AssertUnwindSafe(|| {
         match runtime.run(engines, plan, inputs) {
@@ -274,7 +289,7 @@ fn execute(
                 let observed: Vec<RuntimeOutput> = outputs
                     .iter()
                     .zip(cases.iter().cycle())
-                    .map(|(output, case)| observe(output.read(), case.values()))
+                    .map(|(output, case)| observe(output.read(), case.values(), destination))
                     .collect();
                 // Held only when asked: held, an output keeps the
                 // provider's allocation alive where the destination
