@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use example_vendor_device::broken::{ClearingDownload, LiveReuseUpload};
 use example_vendor_device::{VendorDownload, VendorUpload};
+use tenferro_transfer_conformance::harness::with_element;
 use tenferro_transfer_conformance::prelude::*;
 
 use support::{
@@ -83,6 +84,40 @@ fn an_upload_that_reuses_a_live_allocation_fails_output_stable_on_opaque_memory(
     assert_eq!(
         failing(&suite, &report, "upload"),
         vec![Rule::OutputStable],
+        "{}",
+        report.to_table()
+    );
+}
+
+/// An upload that moves the input as `VendorUpload` does (refusing what it
+/// declares it cannot handle), then answers with zeros in device memory,
+/// not the input's values: broken (`values`), and only the read-back can
+/// tell.
+#[derive(Debug)]
+struct ZeroUpload(VendorUpload);
+
+impl TransferProvider for ZeroUpload {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        let (dtype, shape) = (request.input().dtype(), request.input().shape().to_vec());
+        let moved = self.0.transfer_blocking(request)?;
+        let count = moved.shape().iter().product();
+        let zeros = with_element!(dtype, T => self.0.device().tensor(shape, vec![T::default(); count]),
+            external => unreachable!("the suite moves the seven preset dtypes"));
+        Ok(zeros?)
+    }
+}
+
+/// Wrong values in memory the host cannot map fail `values`, seen through
+/// the read-back alone; the rest holds.
+#[test]
+fn an_upload_that_writes_zeros_fails_values_on_opaque_memory() {
+    let suite = with_upload(suite_named("zero-upload"), opaque_upload_route, |device| {
+        Arc::new(ZeroUpload(VendorUpload::new(device)))
+    });
+    let report = suite.run();
+    assert_eq!(
+        failing(&suite, &report, "upload"),
+        vec![Rule::Values],
         "{}",
         report.to_table()
     );
