@@ -86,7 +86,7 @@ pub enum ReadBack {
 /// |---|---|---|
 /// | [`stage`](DeviceEndpoint::stage) | refuses | the device cannot be a route's source |
 /// | [`stages_views`](DeviceEndpoint::stages_views) | `true` | (say `false` when `stage` cannot carve views: generated cases then draw none) |
-/// | [`read_back`](DeviceEndpoint::read_back) | `None`: the Spy uses `map_read` | unmappable output: `values` not checked |
+/// | [`read_back`](DeviceEndpoint::read_back) | `None`: the harness uses `map_read` | unmappable memory: `values`, `output-stable` and `input-intact` not checked there |
 /// | [`completion`](DeviceEndpoint::completion) | unknown | `completion` not checked |
 /// | [`allocation_ledger`](DeviceEndpoint::allocation_ledger) | none | `no-leak` from the ledger not checked |
 /// | [`memory_in_use`](DeviceEndpoint::memory_in_use) | none | `no-leak` from counts not checked (level V2) |
@@ -197,10 +197,15 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
         true
     }
 
-    /// The byte image of a returned tensor, read through the device, for
-    /// memory `map_read` cannot reach. `None` (the default): the Spy reads
-    /// the buffer itself (plain host data, or `map_read`; an unmappable
-    /// storage leaves `values` unchecked, with the reason).
+    /// The little-endian byte image of a tensor in this device's memory,
+    /// read through the device (a download), for memory `map_read` cannot
+    /// reach, as a GPU's. The harness reads every tensor on the device
+    /// this way when it answers `Some`: the provider's output (`values`),
+    /// the runtime's outputs and those a caller holds (`output-stable`),
+    /// and an input staged here (`input-intact`). `None` (the default):
+    /// the harness reads the buffer itself (plain host data, or
+    /// `map_read`; an unmappable storage leaves those rules unchecked
+    /// there, with the reason).
     fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
         let _ = tensor;
         None
