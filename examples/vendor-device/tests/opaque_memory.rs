@@ -15,19 +15,9 @@ use tenferro_transfer_conformance::harness::with_element;
 use tenferro_transfer_conformance::prelude::*;
 
 use support::{
-    failing, opaque_download_route, opaque_upload_route, skipped, suite_named, with_upload,
+    failing, opaque_download_route, opaque_upload_route, skipped, suite_named, with_download_on,
+    with_upload,
 };
-
-/// `suite` with route `download` on the opaque device.
-fn with_opaque_download(
-    suite: ProviderSuite,
-    make: fn(example_vendor_device::VendorDevice) -> Arc<dyn TransferProvider>,
-) -> ProviderSuite {
-    suite.route("download", opaque_download_route, move |route| {
-        let npu = route.source().try_downcast::<support::VendorEndpoint>()?;
-        Ok(make(npu.device.clone()))
-    })
-}
 
 /// The correct upload and download pass every rule they pass on mappable
 /// memory, each checked on some case: `values` and `input-intact` through
@@ -37,7 +27,9 @@ fn the_correct_providers_pass_every_rule_on_memory_the_host_cannot_map() {
     let suite = with_upload(suite_named("opaque"), opaque_upload_route, |device| {
         Arc::new(VendorUpload::new(device))
     });
-    let suite = with_opaque_download(suite, |device| Arc::new(VendorDownload::new(device)));
+    let suite = with_download_on(suite, opaque_download_route, |device| {
+        Arc::new(VendorDownload::new(device))
+    });
     let report = suite.run();
     for (route, unchecked) in [("upload", vec![]), ("download", vec![Rule::Completion])] {
         assert_eq!(
@@ -59,9 +51,11 @@ fn the_correct_providers_pass_every_rule_on_memory_the_host_cannot_map() {
 /// seen through the read-back of its opaque input.
 #[test]
 fn a_download_that_clears_its_input_fails_input_intact_on_opaque_memory() {
-    let suite = with_opaque_download(suite_named("clearing-download"), |device| {
-        Arc::new(ClearingDownload::new(device))
-    });
+    let suite = with_download_on(
+        suite_named("clearing-download"),
+        opaque_download_route,
+        |device| Arc::new(ClearingDownload::new(device)),
+    );
     let report = suite.run();
     assert_eq!(
         failing(&suite, &report, "download"),

@@ -69,7 +69,17 @@ pub fn with_upload(
 /// `suite` with route `download`: `make` builds the provider on the
 /// route's source.
 pub fn with_download(suite: ProviderSuite, make: MakeProvider) -> ProviderSuite {
-    suite.route("download", download_route, move |route| {
+    with_download_on(suite, download_route, make)
+}
+
+/// `suite` with route `download`: `route` builds it, `make` the provider
+/// on its source.
+pub fn with_download_on(
+    suite: ProviderSuite,
+    route: fn() -> Result<Route, HarnessError>,
+    make: MakeProvider,
+) -> ProviderSuite {
+    suite.route("download", route, move |route| {
         Ok(make(device_of(route.source())?))
     })
 }
