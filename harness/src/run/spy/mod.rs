@@ -2,7 +2,6 @@
 //! reads back what it returned before the runtime sees it.
 
 use std::any::Any;
-use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -14,15 +13,16 @@ use tenferro_runtime::{
     EngineId, EventDomainId, ProviderDeviceIdentity, StorageClass, TransferProvider,
     TransferRequest,
 };
-use tenferro_tensor::{
-    AllocationDomainId, DType, HostAccessError, Placement, StorageBuffer, Tensor, TensorRead,
-};
+use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use crate::Compared;
 use crate::run::accounting::Sample;
 use crate::run::effects::reread_backing;
-use crate::values::compared::compare_as_read;
-use crate::{CompletionState, Endpoint, ReadBack, source_chain};
+use crate::{Endpoint, source_chain};
+
+mod returned;
+
+pub use returned::{ReturnedTensor, StoragePanic};
 
 /// What the runtime asked the provider for.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -90,222 +90,6 @@ fn layout_of(input: &TensorRead<'_>) -> (Vec<isize>, isize) {
             None => (Vec::new(), 0),
         }
     }, external => (Vec::new(), 0))
-}
-
-/// A call into the returned tensor's storage that panicked while the Spy
-/// read the tensor back. The storage is the provider's code, so this is a
-/// `no-panic` violation of the provider's, not a crash of the harness.
-#[derive(Clone, Debug, Eq, PartialEq)]
-#[non_exhaustive]
-pub struct StoragePanic {
-    /// The storage method (or probe) that panicked, e.g. `map_read`.
-    pub method: &'static str,
-    /// The panic message.
-    pub message: String,
-}
-
-impl fmt::Display for StoragePanic {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            formatter,
-            "the returned storage panicked in {}: {}",
-            self.method, self.message
-        )
-    }
-}
-
-/// Runs one call into provider-owned storage, catching its panic.
-struct StorageGuard<'a> {
-    spy: Option<&'a Spy>,
-    panics: Vec<StoragePanic>,
-}
-
-impl StorageGuard<'_> {
-    fn call<R>(&mut self, method: &'static str, call: impl FnOnce() -> R) -> Option<R> {
-        if let Some(spy) = self.spy {
-            spy.set_stage(Some(method));
-        }
-        let result = catch_unwind(AssertUnwindSafe(call));
-        if let Some(spy) = self.spy {
-            spy.set_stage(None);
-        }
-        match result {
-            Ok(value) => Some(value),
-            Err(payload) => {
-                self.panics.push(StoragePanic {
-                    method,
-                    message: panic_message(payload.as_ref()),
-                });
-                None
-            }
-        }
-    }
-}
-
-/// What the provider returned, read before the runtime saw it.
-///
-/// Every call into the tensor's storage (`len`, `backend_family`,
-/// `allocation_domain`, `map_read`, the destination's completion probe and
-/// read-back) runs under a panic guard: a storage that panics is recorded
-/// in [`ReturnedTensor::storage_panics`], and what could be read is kept.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReturnedTensor {
-    /// Output dtype.
-    pub dtype: DType,
-    /// Output shape.
-    pub shape: Vec<usize>,
-    /// Length the output buffer reports, as the runtime measures it
-    /// (`None` when `len` panicked).
-    pub buffer_len: Option<usize>,
-    /// What a second call of `len`, after the buffer was read, answered,
-    /// when it differs from the first: a length that changes between calls.
-    pub buffer_len_changed_to: Option<usize>,
-    /// Output placement.
-    pub placement: Placement,
-    /// Backend family, `None` for plain host storage.
-    pub backend_family: Option<&'static str>,
-    /// Allocation domain, `None` for plain host storage.
-    pub allocation_domain: Option<AllocationDomainId>,
-    /// The whole buffer, compared as it was read with the values the case
-    /// says it must hold: `Same`, or its little-endian image where it
-    /// differs (or the Spy was not told the case), or why it could not be
-    /// read (not readable: `values` is not checked; failed: a violation).
-    pub bytes: Compared,
-    /// Whether the copy into it had completed when the provider returned.
-    pub completion: CompletionState,
-    /// Calls into the storage that panicked while it was read back.
-    pub storage_panics: Vec<StoragePanic>,
-}
-
-impl ReturnedTensor {
-    fn of(
-        tensor: &Tensor,
-        destination: Option<&Endpoint>,
-        spy: Option<&Spy>,
-        expected: Option<&[u8]>,
-    ) -> Self {
-        let mut guard = StorageGuard {
-            spy,
-            panics: Vec::new(),
-        };
-        // Asked first, before anything else can complete the copy.
-        let completion = match destination {
-            Some(endpoint) => guard
-                .call("the completion probe", || endpoint.completion_state(tensor))
-                .unwrap_or_else(|| CompletionState::Unknown {
-                    reason: "the returned storage panicked while its completion was probed"
-                        .to_owned(),
-                }),
-            None => CompletionState::Unknown {
-                reason: "the Spy was not told the destination".to_owned(),
-            },
-        };
-        let read = TensorRead::from_tensor(tensor);
-        let backend_family = guard
-            .call("backend_family", || read.backend_family())
-            .flatten();
-        let allocation_domain = guard
-            .call("allocation_domain", || read.allocation_domain())
-            .flatten();
-        let (buffer_len, mapped, buffer_len_changed_to) = with_element!(tensor.dtype(), T => buffer_image::<T>(tensor, &mut guard, expected),
-            external => (Some(0), Compared::NotReadable { reason: "external dtypes have no byte image".to_owned() }, None));
-        let bytes = destination
-            .and_then(|endpoint| {
-                guard
-                    .call("the destination's read-back", || {
-                        endpoint.adapter().read_back(tensor)
-                    })
-                    .unwrap_or_else(|| {
-                        Some(ReadBack::Failed {
-                            reason: "the returned storage panicked while it was read back"
-                                .to_owned(),
-                        })
-                    })
-            })
-            .map_or(mapped, |read| match expected {
-                Some(expected) => Compared::of(read, expected),
-                None => Compared::from(read),
-            });
-        Self {
-            dtype: tensor.dtype(),
-            shape: tensor.shape().to_vec(),
-            buffer_len,
-            buffer_len_changed_to,
-            placement: tensor.placement().clone(),
-            backend_family,
-            allocation_domain,
-            bytes,
-            completion,
-            storage_panics: guard.panics,
-        }
-    }
-
-    /// The panic of `method`, if that storage call panicked.
-    pub fn panic_in(&self, method: &str) -> Option<&StoragePanic> {
-        self.storage_panics
-            .iter()
-            .find(|panic| panic.method == method)
-    }
-}
-
-/// The buffer's length, the buffer compared with `expected` as it is read
-/// (its byte image where it differs, or where nothing is expected), and a
-/// second length read after it when it differs from the first.
-fn buffer_image<T: Element>(
-    tensor: &Tensor,
-    guard: &mut StorageGuard<'_>,
-    expected: Option<&[u8]>,
-) -> (Option<usize>, Compared, Option<usize>) {
-    let Some(typed) = tensor.as_typed::<T>() else {
-        return (
-            Some(0),
-            Compared::Failed {
-                reason: "tensor does not hold its declared dtype".to_owned(),
-            },
-            None,
-        );
-    };
-    let buffer = typed.buffer();
-    let len = guard.call("len", || buffer.len());
-    let read = |values: &[T]| match expected {
-        Some(expected) => compare_as_read::<T>(values, expected),
-        None => {
-            let mut bytes = Vec::new();
-            T::extend_bytes(values, &mut bytes);
-            Compared::Image(bytes)
-        }
-    };
-    let image = match buffer {
-        StorageBuffer::Host(values) => read(values),
-        StorageBuffer::Backend(storage) => {
-            match guard.call("map_read", || {
-                storage.map_read().map(|values| read(&values))
-            }) {
-                Some(Ok(compared)) => compared,
-                // A storage that cannot be mapped to the host at all (device
-                // memory whose adapter reads nothing back) leaves the values
-                // unchecked: an honest skip, not the provider's fault.
-                Some(Err(error @ HostAccessError::Unsupported { .. })) => Compared::NotReadable {
-                    reason: format!(
-                        "the output's storage cannot be mapped to the host ({error}) and its device's adapter reads nothing back"
-                    ),
-                },
-                Some(Err(error)) => Compared::Failed {
-                    reason: format!("map_read failed: {error}"),
-                },
-                None => Compared::Failed {
-                    reason: "map_read panicked".to_owned(),
-                },
-            }
-        }
-    };
-    let later = match (len, &buffer) {
-        (Some(first), StorageBuffer::Backend(_)) => guard
-            .call("len", || buffer.len())
-            .filter(|&again| again != first),
-        _ => None,
-    };
-    (len, image, later)
 }
 
 /// How the provider's call ended.
