@@ -189,8 +189,8 @@ pub(crate) fn drawn_seed() -> u64 {
 /// What became of `recipe`'s case, through the runner's one conversion:
 /// judged, skipped where the route cannot run it here, or not set up; and
 /// the coverage of its inputs.
-fn outcome_of(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> (CaseOutcome, Coverage) {
-    let (run, coverage) = run_recipe_covered(rig, route, recipe);
+fn outcome_of(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) -> (CaseOutcome, Coverage) {
+    let (run, coverage) = run_recipe_covered(watchdog, route, recipe);
     (CaseOutcome::from(run), coverage)
 }
 
@@ -306,14 +306,14 @@ pub(crate) struct Generation {
 ///
 /// # Errors
 ///
-/// Returns the harness's error if the rig cannot be built.
+/// Returns the harness's error if the watchdog cannot be built.
 pub(crate) fn generate(
     route: &Route,
     provider: Arc<dyn TransferProvider>,
     capabilities: &Capabilities,
     options: &GeneratedOptions,
 ) -> Result<Generation, HarnessError> {
-    let rig = RefCell::new(Watchdog::new(
+    let watchdog = RefCell::new(Watchdog::new(
         route.clone(),
         provider,
         options.deadline.clone(),
@@ -326,10 +326,10 @@ pub(crate) fn generate(
     let strategy = recipe(options.profile, &capabilities);
     let drawn = Drawn::default();
     let start = Instant::now();
-    let result = runner.run(&strategy, |recipe| drawn.judge(&rig, route, recipe));
+    let result = runner.run(&strategy, |recipe| drawn.judge(&watchdog, route, recipe));
     let failure = match result {
         Ok(()) => None,
-        Err(TestError::Fail(_, minimal)) => drawn.replayed(&rig, route, minimal),
+        Err(TestError::Fail(_, minimal)) => drawn.replayed(&watchdog, route, minimal),
         Err(TestError::Abort(reason)) => aborted(&reason),
     };
     Ok(Generation {
@@ -372,16 +372,16 @@ struct Drawn {
 }
 
 impl Drawn {
-    /// Judge one drawn `recipe` on `rig` and tally it; a failing case is
+    /// Judge one drawn `recipe` on `watchdog` and tally it; a failing case is
     /// recorded with its violations before proptest is told it failed.
     fn judge(
         &self,
-        rig: &RefCell<Watchdog>,
+        watchdog: &RefCell<Watchdog>,
         route: &Route,
         recipe: Recipe,
     ) -> Result<(), TestCaseError> {
         self.cases.set(self.cases.get() + 1);
-        let (judged, covered) = outcome_of(&mut rig.borrow_mut(), route, &recipe);
+        let (judged, covered) = outcome_of(&mut watchdog.borrow_mut(), route, &recipe);
         self.coverage.borrow_mut().extend(covered);
         if let CaseOutcome::Skipped { reason } = &judged {
             self.skipped
@@ -404,10 +404,15 @@ impl Drawn {
         }
     }
 
-    /// The failure proptest shrank to `minimal`, replayed on `rig`: it
+    /// The failure proptest shrank to `minimal`, replayed on `watchdog`: it
     /// reproduced, or it did not and the first failing case stands.
-    fn replayed(&self, rig: &RefCell<Watchdog>, route: &Route, minimal: Recipe) -> Option<Found> {
-        let (replayed, _) = outcome_of(&mut rig.borrow_mut(), route, &minimal);
+    fn replayed(
+        &self,
+        watchdog: &RefCell<Watchdog>,
+        route: &Route,
+        minimal: Recipe,
+    ) -> Option<Found> {
+        let (replayed, _) = outcome_of(&mut watchdog.borrow_mut(), route, &minimal);
         let original = self.first.take();
         let shrunk = self.latest.take().filter(|failed| failed.recipe == minimal);
         match (FailedCase::new(minimal.clone(), replayed), original) {
@@ -461,7 +466,7 @@ pub(crate) fn staged_views(capabilities: &Capabilities, route: &Route) -> Capabi
 ///
 /// # Errors
 ///
-/// Returns the harness's error if the route or rig cannot be built.
+/// Returns the harness's error if the route or watchdog cannot be built.
 ///
 /// # Examples
 ///
@@ -538,17 +543,17 @@ pub fn run_generated(
 ///
 /// # Errors
 ///
-/// Returns the harness's error if the route or rig cannot be built.
+/// Returns the harness's error if the route or watchdog cannot be built.
 pub fn replay(
     provider: &BuiltinProvider,
     inject: &[Fault],
     recipe: &Recipe,
 ) -> Result<CaseOutcome, HarnessError> {
     let route = provider.route()?;
-    let mut rig = Watchdog::new(
+    let mut watchdog = Watchdog::new(
         route.clone(),
         provider_for(provider, &route, inject)?,
         DEFAULT_DEADLINE,
     )?;
-    Ok(CaseOutcome::from(run_recipe(&mut rig, &route, recipe)))
+    Ok(CaseOutcome::from(run_recipe(&mut watchdog, &route, recipe)))
 }

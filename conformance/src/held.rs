@@ -37,14 +37,14 @@ pub(crate) fn sibling(recipe: &Recipe) -> Recipe {
 /// held outputs read again among them), and the memory the devices kept
 /// over the pass.
 pub(crate) fn held_pass(
-    rig: &mut Watchdog,
+    watchdog: &mut Watchdog,
     route: &Route,
     recipes: &[Recipe],
     name: &str,
     head: &RowHead,
 ) -> [CaseRecord; 2] {
     let phase = PhaseMemory::start(route);
-    let pass = hold_pairs(rig, route, recipes);
+    let pass = hold_pairs(watchdog, route, recipes);
     let HeldPass {
         mut found,
         mut parts,
@@ -59,9 +59,9 @@ pub(crate) fn held_pass(
     let memory = phase.finish_repeating(
         route,
         accounting_seen,
-        &rig.route_deadline().clone(),
+        &watchdog.route_deadline().clone(),
         || {
-            let _ = hold_pairs(rig, route, recipes);
+            let _ = hold_pairs(watchdog, route, recipes);
         },
     );
     let stable: Result<Judgement, String> = match released {
@@ -135,9 +135,9 @@ struct HeldPass {
 
 /// Run every pair of `recipes` in one run each, holding their outputs,
 /// then release them.
-fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass {
+fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass {
     let phase = PhaseMemory::start(route);
-    rig.keep_outputs(true);
+    watchdog.keep_outputs(true);
     let mut found = HeldOutputs::default();
     let mut parts: Vec<(String, Judgement)> = Vec::new();
     let mut coverage = Coverage::default();
@@ -158,7 +158,7 @@ fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass
         };
         runs += 1;
         let total = cases.len();
-        for (index, run) in run_cases(rig, route, &cases, JudgedAs::Inside, None)
+        for (index, run) in run_cases(watchdog, route, &cases, JudgedAs::Inside, None)
             .into_iter()
             .enumerate()
         {
@@ -177,8 +177,8 @@ fn hold_pairs(rig: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass
         }
     }
     let accounting_seen = phase.shows_held_outputs(route);
-    let released = rig.release_outputs();
-    rig.keep_outputs(false);
+    let released = watchdog.release_outputs();
+    watchdog.keep_outputs(false);
     HeldPass {
         found,
         parts,

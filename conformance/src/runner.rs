@@ -1,10 +1,10 @@
 //! The one runner: every path of the suite (the CLI's fixed cases, a
 //! `ProviderSuite`'s fixed, generated, outside-capability and concurrent
 //! cases, the self-test, the fuzzers and every replay) runs a case on a
-//! route's rig and judges it here, so they cannot drift apart in how they
+//! route's watchdog and judges it here, so they cannot drift apart in how they
 //! treat a case the route cannot run, a harness error or a panic.
 //!
-//! The rig ([`Watchdog`]) runs the provider under the deadline and catches
+//! The [`Watchdog`] runs the provider under the deadline and catches
 //! its panics; the runner arms a hook (a simulated device's fault plan,
 //! which only the self-test and the fuzzer hand it) for the one call, judges the outcome inside or outside the declared
 //! capabilities, and returns a typed [`CaseRun`]. A panic of the harness
@@ -91,16 +91,16 @@ pub(crate) trait CaseHook {
     fn disarm(&self, route: &Route);
 }
 
-/// Run `case` on `rig` (whose route is `route`), with `hook` armed on the
+/// Run `case` on `watchdog` (whose route is `route`), with `hook` armed on the
 /// route's devices for this call only, and judge it as `judged_as`.
 pub(crate) fn run_case(
-    rig: &mut Watchdog,
+    watchdog: &mut Watchdog,
     route: &Route,
     case: &Case,
     judged_as: JudgedAs<'_>,
     hook: Option<&dyn CaseHook>,
 ) -> CaseRun {
-    run_cases(rig, route, std::slice::from_ref(case), judged_as, hook)
+    run_cases(watchdog, route, std::slice::from_ref(case), judged_as, hook)
         .pop()
         .unwrap_or_else(|| {
             CaseRun::NotRun(HarnessError::InvalidCase {
@@ -109,12 +109,12 @@ pub(crate) fn run_case(
         })
 }
 
-/// Move every input of `cases` in one run on `rig` ([`Watchdog::run_together`]),
+/// Move every input of `cases` in one run on `watchdog` ([`Watchdog::run_together`]),
 /// with `hook` armed for the run, and judge each as `judged_as`: one
 /// [`CaseRun`] per input, in order. An input the run never reached is
 /// skipped with the reason.
 pub(crate) fn run_cases(
-    rig: &mut Watchdog,
+    watchdog: &mut Watchdog,
     route: &Route,
     cases: &[Case],
     judged_as: JudgedAs<'_>,
@@ -123,7 +123,7 @@ pub(crate) fn run_cases(
     if let Some(hook) = hook {
         hook.arm(route);
     }
-    let outcomes = rig.run_together(cases);
+    let outcomes = watchdog.run_together(cases);
     if let Some(hook) = hook {
         hook.disarm(route);
     }
@@ -243,19 +243,19 @@ pub(crate) fn input_label(index: usize, total: usize, case: &Case) -> String {
 /// [`Recipe::with`]) and run them inside the capabilities, as one
 /// [`CaseRun`] ([`merged`]); a recipe that does not build is
 /// [`CaseRun::NotRun`].
-pub(crate) fn run_recipe(rig: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseRun {
-    run_recipe_covered(rig, route, recipe).0
+pub(crate) fn run_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseRun {
+    run_recipe_covered(watchdog, route, recipe).0
 }
 
 /// As [`run_recipe`], with the coverage of every input judged.
 pub(crate) fn run_recipe_covered(
-    rig: &mut Watchdog,
+    watchdog: &mut Watchdog,
     route: &Route,
     recipe: &Recipe,
 ) -> (CaseRun, Coverage) {
     match recipe.cases() {
         Ok(cases) => {
-            let runs = run_cases(rig, route, &cases, JudgedAs::Inside, None);
+            let runs = run_cases(watchdog, route, &cases, JudgedAs::Inside, None);
             let mut coverage = Coverage::default();
             for (case, run) in cases.iter().zip(&runs) {
                 if let CaseRun::Judged(judgement, _) = run {

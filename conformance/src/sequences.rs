@@ -63,11 +63,11 @@ fn words(recipe: &Recipe) -> String {
 }
 
 impl StatePass {
-    /// Right after the fixed case of `recipe` ran on `rig`: its twin, and
+    /// Right after the fixed case of `recipe` ran on `watchdog`: its twin, and
     /// the later twin of the dtype's case before it (another case, this
     /// one, ran in between). Cases that are empty or larger than
     /// [`TWIN_MAX_ELEMENTS`] have none.
-    pub(crate) fn after_fixed(&mut self, rig: &mut Watchdog, route: &Route, recipe: &Recipe) {
+    pub(crate) fn after_fixed(&mut self, watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) {
         let small = recipe.with.is_empty()
             && recipe
                 .case()
@@ -92,7 +92,7 @@ impl StatePass {
         let dtype = &mut self.dtypes[index];
         let twin = recipe.twin(TWIN_SEEDS[0]);
         dtype.run(
-            rig,
+            watchdog,
             route,
             &twin,
             &format!("the twin of {}, right after it", words(recipe)),
@@ -101,7 +101,7 @@ impl StatePass {
         if let Some(previous) = dtype.small.last().cloned() {
             let late = previous.twin(TWIN_SEEDS[1]);
             dtype.run(
-                rig,
+                watchdog,
                 route,
                 &late,
                 &format!(
@@ -120,14 +120,14 @@ impl StatePass {
     /// every rule.
     pub(crate) fn finish(
         self,
-        rig: &mut Watchdog,
+        watchdog: &mut Watchdog,
         route: &Route,
         name: &str,
         head: &RowHead,
     ) -> Vec<CaseRecord> {
         self.dtypes
             .into_iter()
-            .map(|dtype| dtype.record(rig, route, name, head))
+            .map(|dtype| dtype.record(watchdog, route, name, head))
             .collect()
     }
 }
@@ -137,7 +137,7 @@ impl Dtype {
     /// sequence it stands; `replay` replays it (with what it met).
     fn run(
         &mut self,
-        rig: &mut Watchdog,
+        watchdog: &mut Watchdog,
         route: &Route,
         run: &Recipe,
         label: &str,
@@ -151,7 +151,7 @@ impl Dtype {
             }
         };
         let total = cases.len();
-        for (index, result) in run_cases(rig, route, &cases, JudgedAs::Inside, None)
+        for (index, result) in run_cases(watchdog, route, &cases, JudgedAs::Inside, None)
             .into_iter()
             .enumerate()
         {
@@ -180,7 +180,7 @@ impl Dtype {
     /// The run of mixed sizes, then the dtype's record.
     fn record(
         mut self,
-        rig: &mut Watchdog,
+        watchdog: &mut Watchdog,
         route: &Route,
         name: &str,
         head: &RowHead,
@@ -196,7 +196,7 @@ impl Dtype {
             let first = mixed.remove(0);
             let run = first.moved_with(mixed);
             self.run(
-                rig,
+                watchdog,
                 route,
                 &run,
                 "inputs of mixed sizes in one run",

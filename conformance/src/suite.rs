@@ -128,20 +128,20 @@ pub fn run_fixed_suite_with_progress(
 }
 
 /// One built-in provider's run of the fixed suite: its name in the report,
-/// its route, and the rig its cases run on (or why there is none).
+/// its route, and the watchdog its cases run on (or why there is none).
 struct ProviderRun {
     /// The provider's name in the report, with the injected faults if any.
     name: String,
     /// The route's label in the report.
     route_label: String,
-    /// The route and its rig, or the outcome every case of the route gets.
-    rig: Result<(Route, Watchdog), CaseOutcome>,
+    /// The route and its watchdog, or the outcome every case of the route gets.
+    watchdog: Result<(Route, Watchdog), CaseOutcome>,
     /// What the fixed cases left behind, for the sequences against state.
     state: StatePass,
 }
 
 impl ProviderRun {
-    /// Gate the provider's route and build its rig.
+    /// Gate the provider's route and build its watchdog.
     ///
     /// The route is gated (`BuiltinProvider::route`): an absent device
     /// skips (or, where the settings require it, fails) every case of the
@@ -156,12 +156,12 @@ impl ProviderRun {
         let route_label = route
             .as_ref()
             .map_or_else(|_| provider.route_label.to_owned(), Route::label);
-        let rig = route.and_then(|route| {
+        let watchdog = route.and_then(|route| {
             let inner = provider_for(provider, &route, &options.inject)?;
-            let rig = Watchdog::new(route.clone(), inner, options.deadline)?;
-            Ok((route, rig))
+            let watchdog = Watchdog::new(route.clone(), inner, options.deadline)?;
+            Ok((route, watchdog))
         });
-        let rig = rig.map_err(|error| match error {
+        let watchdog = watchdog.map_err(|error| match error {
             HarnessError::Unavailable { reason } => CaseOutcome::Skipped { reason },
             error => CaseOutcome::NotSetUp {
                 message: describe_error(&error),
@@ -170,7 +170,7 @@ impl ProviderRun {
         Self {
             name,
             route_label,
-            rig,
+            watchdog,
             state: StatePass::default(),
         }
     }
@@ -194,23 +194,19 @@ impl ProviderRun {
             shape.layout.label(),
         );
         let case = Case::patterned(dtype, shape.shape.clone(), shape.layout.clone());
-        match (&mut self.rig, case) {
-            (Ok((route, rig)), Ok(case)) => {
+        match (&mut self.watchdog, case) {
+            (Ok((route, watchdog)), Ok(case)) => {
                 let head = RowHead {
                     layout: case.layout_label(),
                     ..head
                 };
-                let mut record = run_case(rig, route, &case, JudgedAs::Inside, None).into_record(
-                    &case,
-                    &self.name,
-                    Origin::Fixed,
-                    head,
-                );
+                let mut record = run_case(watchdog, route, &case, JudgedAs::Inside, None)
+                    .into_record(&case, &self.name, Origin::Fixed, head);
                 record
                     .outcome
                     .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
                 let recipe = fixed_recipe(dtype, shape);
-                self.state.after_fixed(rig, route, &recipe);
+                self.state.after_fixed(watchdog, route, &recipe);
                 record
             }
             (Err(outcome), _) => CaseRecord::new(&self.name, Origin::Fixed, head, outcome.clone()),
@@ -227,9 +223,9 @@ impl ProviderRun {
 
     /// The sequences against state, then the same shapes again with their
     /// outputs held as a caller holds them (output-stable), and the
-    /// devices' memory over that pass. Nothing where the route has no rig.
+    /// devices' memory over that pass. Nothing where the route has no watchdog.
     fn held_records(&mut self, options: &SuiteOptions, shapes: &[FixedShape]) -> Vec<CaseRecord> {
-        let Ok((route, rig)) = &mut self.rig else {
+        let Ok((route, watchdog)) = &mut self.watchdog else {
             return Vec::new();
         };
         let recipes: Vec<Recipe> = options
@@ -244,11 +240,11 @@ impl ProviderRun {
             shape: Vec::new(),
             layout: String::new(),
         };
-        let state = std::mem::take(&mut self.state).finish(rig, route, &self.name, &head);
+        let state = std::mem::take(&mut self.state).finish(watchdog, route, &self.name, &head);
         let mut records = Vec::new();
         for mut record in state
             .into_iter()
-            .chain(held_pass(rig, route, &recipes, &self.name, &head))
+            .chain(held_pass(watchdog, route, &recipes, &self.name, &head))
         {
             record
                 .outcome

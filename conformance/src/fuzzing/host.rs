@@ -11,7 +11,7 @@ use tenferro_transfer_harness::{
     Case, Compared, HarnessError, HostProvider, Route, RuntimeVerdict,
 };
 
-use super::{FuzzFailure, RigPool, agrees_with_runtime};
+use super::{FuzzFailure, WatchdogPool, agrees_with_runtime};
 use crate::runner::{CaseRun, JudgedAs, run_cases};
 
 /// The `host_provider` fuzz target: a decoded tensor or view, with values
@@ -19,7 +19,7 @@ use crate::runner::{CaseRun, JudgedAs, run_cases};
 /// [`HostProvider`]; the values must arrive bit-exactly.
 #[derive(Default)]
 pub struct HostFuzzer {
-    pool: RigPool,
+    pool: WatchdogPool,
 }
 
 impl std::fmt::Debug for HostFuzzer {
@@ -29,7 +29,7 @@ impl std::fmt::Debug for HostFuzzer {
 }
 
 impl HostFuzzer {
-    /// A fuzzer with no rig yet.
+    /// A fuzzer with no watchdog yet.
     pub fn new() -> Self {
         Self::default()
     }

@@ -2,7 +2,7 @@
 //! thin `fuzz_target!` wrappers around [`ContractFuzzer::run`] and
 //! [`HostFuzzer::run`], so a crash input replays under `cargo test` (see
 //! `conformance/tests/fuzz_regressions.rs`) exactly as under libFuzzer.
-//! The two fuzzers share their decoding, rig cache and failure type; the
+//! The two fuzzers share their decoding, watchdog cache and failure type; the
 //! `host_provider` one is in `host.rs`. A vendor's fuzzing is
 //! `ProviderSuite::fuzzer`, elsewhere.
 //!
@@ -24,10 +24,10 @@
 //! ```
 
 mod host;
-mod rigs;
+mod watchdogs;
 
 pub use host::HostFuzzer;
-use rigs::RigPool;
+use watchdogs::WatchdogPool;
 
 use crate::runner::{CaseHook, CaseRun, JudgedAs, merged, run_cases};
 use std::sync::Arc;
@@ -69,7 +69,7 @@ pub enum FuzzFailure {
         #[source]
         source: HarnessError,
     },
-    /// The harness could not build a rig or run a case.
+    /// The harness could not build a watchdog or run a case.
     #[error("the harness failed on {context}")]
     Harness {
         /// The provider, route and recipe.
@@ -180,12 +180,12 @@ impl<'a> Arbitrary<'a> for ContractInput {
 }
 
 /// The `transfer_contract` fuzz target: a decoded case, route and provider
-/// behaviour through the rig and the oracle, held to the self-test's
+/// behaviour through the watchdog and the oracle, held to the self-test's
 /// declarations.
 pub struct ContractFuzzer {
     catalogue: Vec<BrokenSpec>,
     device_faults: Vec<DeviceFaultSpec>,
-    pool: RigPool,
+    pool: WatchdogPool,
 }
 
 impl Default for ContractFuzzer {
@@ -198,18 +198,18 @@ impl std::fmt::Debug for ContractFuzzer {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("ContractFuzzer")
-            .field("rigs", &self.pool.rigs.len())
+            .field("rigs", &self.pool.watchdogs.len())
             .finish_non_exhaustive()
     }
 }
 
 impl ContractFuzzer {
-    /// A fuzzer with no rigs yet.
+    /// A fuzzer with no watchdogs yet.
     pub fn new() -> Self {
         Self {
             catalogue: selftest::catalogue(),
             device_faults: selftest::device_faults(),
-            pool: RigPool::default(),
+            pool: WatchdogPool::default(),
         }
     }
 
@@ -252,7 +252,7 @@ impl ContractFuzzer {
         let case = cases[0].clone();
         // Only an input that may hang needs a worker and its deadline.
         let deadline = hangs.then_some(HANG_DEADLINE);
-        let watchdog = pooled_rig(&mut self.pool, builtin, index, input, deadline)?;
+        let watchdog = pooled_watchdog(&mut self.pool, builtin, index, input, deadline)?;
         let route = watchdog.route().clone();
         let context = format!(
             "{} [{}] under `{plan}`: {}",
@@ -396,8 +396,8 @@ fn reached_cases(cases: &[Case], runs: &[CaseRun]) -> Vec<Case> {
 
 /// The pooled watchdog of `builtin` (at `index`) with `input`'s faults,
 /// under `deadline`; a harness error names the provider and the recipe.
-fn pooled_rig<'p>(
-    pool: &'p mut RigPool,
+fn pooled_watchdog<'p>(
+    pool: &'p mut WatchdogPool,
     builtin: BuiltinProvider,
     index: usize,
     input: &ContractInput,

@@ -21,7 +21,7 @@ use super::ProviderSuite;
 use crate::generated::{REPLAY_ENV, shell_quote};
 use crate::runner::{CaseRun, JudgedAs, merged, run_cases};
 
-/// The most cases one fuzz input runs, in order, on one rig.
+/// The most cases one fuzz input runs, in order, on one watchdog.
 pub const MAX_FUZZ_CALLS: usize = 4;
 
 /// What a fuzz input found wrong: each is a crash.
@@ -115,16 +115,16 @@ pub struct FuzzStats {
 
 struct RouteRig {
     route: Route,
-    rig: Watchdog,
+    watchdog: Watchdog,
 }
 
 /// A [`ProviderSuite`] as a fuzz target: see [`ProviderSuite::fuzzer`].
 ///
-/// Rigs are built on first use and kept between inputs (a runtime per
+/// Watchdogs are built on first use and kept between inputs (a runtime per
 /// input would cost most of the time), one per route.
 pub struct SuiteFuzzer {
     suite: ProviderSuite,
-    rigs: HashMap<usize, RouteRig>,
+    watchdogs: HashMap<usize, RouteRig>,
     stats: FuzzStats,
     /// Cases run on the calling thread, without a deadline
     /// ([`SuiteFuzzer::inline`]).
@@ -165,7 +165,7 @@ impl ProviderSuite {
     pub fn fuzzer(self) -> SuiteFuzzer {
         SuiteFuzzer {
             suite: self,
-            rigs: HashMap::new(),
+            watchdogs: HashMap::new(),
             stats: FuzzStats::default(),
             inline: false,
         }
@@ -199,7 +199,7 @@ impl SuiteFuzzer {
     #[must_use]
     pub fn inline(mut self) -> Self {
         self.inline = true;
-        self.rigs.clear();
+        self.watchdogs.clear();
         self
     }
 
@@ -209,7 +209,7 @@ impl SuiteFuzzer {
     }
 
     /// Decode `data` into one of the suite's routes and up to
-    /// [`MAX_FUZZ_CALLS`] cases, run them in order on that route's rig, and
+    /// [`MAX_FUZZ_CALLS`] cases, run them in order on that route's watchdog, and
     /// judge each: inside the declared capabilities by every rule of the
     /// suite's level, just outside them by `capability-honesty`. A route
     /// whose device is not here is skipped (counted in
@@ -230,8 +230,8 @@ impl SuiteFuzzer {
         if !self.ensure_rig(index, &setup)? {
             return Ok(());
         }
-        let Some(RouteRig { route, rig }) = self.rigs.get_mut(&index) else {
-            return Err(setup("the rig vanished".to_owned()));
+        let Some(RouteRig { route, watchdog }) = self.watchdogs.get_mut(&index) else {
+            return Err(setup("the watchdog vanished".to_owned()));
         };
         self.stats.inputs += 1;
         let jsons: Vec<String> = recipes.iter().map(Recipe::to_json).collect();
@@ -240,7 +240,7 @@ impl SuiteFuzzer {
             .as_ref()
             .unwrap_or(&self.suite.capabilities);
         for (call, recipe) in recipes.iter().enumerate() {
-            let Some(judgement) = judge_call(rig, route, capabilities, recipe, &setup)? else {
+            let Some(judgement) = judge_call(watchdog, route, capabilities, recipe, &setup)? else {
                 self.stats.unavailable += 1;
                 continue;
             };
@@ -291,7 +291,7 @@ impl SuiteFuzzer {
         Ok((index, recipes))
     }
 
-    /// Builds the rig of route `index` unless it is built already:
+    /// Builds the watchdog of route `index` unless it is built already:
     /// `Ok(false)` when the route's device is not here (counted in
     /// [`FuzzStats::unavailable`]), `setup`'s error when it cannot be built.
     fn ensure_rig(
@@ -299,10 +299,10 @@ impl SuiteFuzzer {
         index: usize,
         setup: &impl Fn(String) -> FuzzFailure,
     ) -> Result<bool, FuzzFailure> {
-        if !self.rigs.contains_key(&index) {
+        if !self.watchdogs.contains_key(&index) {
             match self.build(index) {
-                Ok(rig) => {
-                    self.rigs.insert(index, rig);
+                Ok(watchdog) => {
+                    self.watchdogs.insert(index, watchdog);
                 }
                 Err(HarnessError::Unavailable { .. }) => {
                     self.stats.unavailable += 1;
@@ -314,7 +314,7 @@ impl SuiteFuzzer {
         Ok(true)
     }
 
-    /// The rig of route `index`: the route (gated), its provider, and a
+    /// The watchdog of route `index`: the route (gated), its provider, and a
     /// watchdog with the suite's deadline (or none, inline).
     fn build(&self, index: usize) -> Result<RouteRig, HarnessError> {
         let declared = &self.suite.routes[index];
@@ -325,21 +325,21 @@ impl SuiteFuzzer {
                 context: format!("building the provider for route `{}`", declared.name),
                 source,
             })?;
-        let rig = if self.inline {
+        let watchdog = if self.inline {
             Watchdog::inline(route.clone(), provider)?
         } else {
             Watchdog::new(route.clone(), provider, self.suite.deadline)?
         };
-        Ok(RouteRig { route, rig })
+        Ok(RouteRig { route, watchdog })
     }
 }
 
-/// Runs one decoded call on `rig` and judges it: a case just outside
+/// Runs one decoded call on `watchdog` and judges it: a case just outside
 /// `capabilities` alone, by `capability-honesty`; one inside with those of
 /// its inputs inside them too, by every rule. `Ok(None)` for a case the
 /// route cannot run here; `setup`'s error when it cannot be run at all.
 fn judge_call(
-    rig: &mut Watchdog,
+    watchdog: &mut Watchdog,
     route: &Route,
     capabilities: &Capabilities,
     recipe: &Recipe,
@@ -362,7 +362,7 @@ fn judge_call(
         Some(outside) => JudgedAs::Outside(outside),
         None => JudgedAs::Inside,
     };
-    let runs = run_cases(rig, route, &cases, judged_as, None);
+    let runs = run_cases(watchdog, route, &cases, judged_as, None);
     match merged(&cases, runs) {
         CaseRun::Judged(judgement, _) => Ok(Some(judgement)),
         // A case the route cannot run here (a layout its source

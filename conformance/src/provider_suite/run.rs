@@ -38,8 +38,8 @@ struct RouteSetup<'s> {
     /// Shared by every phase: once the provider has hung, later cases do
     /// not each wait a whole deadline.
     deadline: RouteDeadline,
-    /// The rig of the fixed, state, held, replayed and outside cases.
-    rig: Watchdog,
+    /// The watchdog of the fixed, state, held, replayed and outside cases.
+    watchdog: Watchdog,
     /// The route's declared capabilities.
     capabilities: &'s Capabilities,
     /// The cases just outside them.
@@ -124,7 +124,7 @@ impl ProviderSuite {
         Ok(Settings::current()?.profile.unwrap_or(self.profile))
     }
 
-    /// One route's run, phase by phase: set up (route, provider, rig,
+    /// One route's run, phase by phase: set up (route, provider, watchdog,
     /// capabilities), then either the replayed case alone, or the fixed
     /// cases, the state rows, the held pass, the generated run, the
     /// concurrent calls and the cases just outside the capabilities. A
@@ -178,7 +178,7 @@ impl ProviderSuite {
     }
 
     /// The route built and gated, its provider, the profile in force, the
-    /// rig and what the capabilities leave outside; or the route's one
+    /// watchdog and what the capabilities leave outside; or the route's one
     /// record: a skip where a device is not here, else a failed setup.
     fn set_up_route<'s>(
         &'s self,
@@ -219,14 +219,16 @@ impl ProviderSuite {
             .profile_in_force()
             .map_err(|error| setup(label.clone(), describe_error(&error)))?;
         let deadline = RouteDeadline::new(self.deadline);
-        let rig = Watchdog::new(route.clone(), Arc::clone(&provider), deadline.clone()).map_err(
-            |error| {
+        let watchdog = Watchdog::new(route.clone(), Arc::clone(&provider), deadline.clone())
+            .map_err(|error| {
                 setup(
                     label.clone(),
-                    format!("the rig could not be built: {}", describe_error(&error)),
+                    format!(
+                        "the watchdog could not be built: {}",
+                        describe_error(&error)
+                    ),
                 )
-            },
-        )?;
+            })?;
         let capabilities = declared.capabilities.as_ref().unwrap_or(&self.capabilities);
         if capabilities.dtypes.is_empty() {
             return Err(setup(
@@ -251,7 +253,7 @@ impl ProviderSuite {
             provider,
             profile,
             deadline,
-            rig,
+            watchdog,
             capabilities,
             outside,
             honesty_unchecked,
@@ -308,7 +310,7 @@ impl ProviderSuite {
                     Some(outside) => (JudgedAs::Outside(outside), None),
                     None => (JudgedAs::Inside, Some(set_up.honesty_unchecked.as_str())),
                 };
-                let run = run_case(&mut set_up.rig, &set_up.route, &case, judged_as, None);
+                let run = run_case(&mut set_up.watchdog, &set_up.route, &case, judged_as, None);
                 self.case_record(&case, set_up.name, Origin::Replayed, head, run, honesty)
                     .with_replay(&recipe)
             }
@@ -352,7 +354,7 @@ impl ProviderSuite {
             };
             let head = self.case_head(name, &label, &case);
             let run = run_case(
-                &mut set_up.rig,
+                &mut set_up.watchdog,
                 &set_up.route,
                 &case,
                 JudgedAs::Inside,
@@ -369,12 +371,12 @@ impl ProviderSuite {
                 )
                 .with_replay(&recipe),
             );
-            state.after_fixed(&mut set_up.rig, &set_up.route, &recipe);
+            state.after_fixed(&mut set_up.watchdog, &set_up.route, &recipe);
         }
         let head = self.head(name, label);
         rows.extend(
             state
-                .finish(&mut set_up.rig, &set_up.route, name, &head)
+                .finish(&mut set_up.watchdog, &set_up.route, name, &head)
                 .into_iter()
                 .map(|record| {
                     let mut record = self.in_level_record(record);
@@ -386,8 +388,14 @@ impl ProviderSuite {
         );
         if self.level.includes(Rule::OutputStable) {
             rows.extend(
-                held_pass(&mut set_up.rig, &set_up.route, &held_recipes, name, &head)
-                    .map(|record| self.in_level_record(record)),
+                held_pass(
+                    &mut set_up.watchdog,
+                    &set_up.route,
+                    &held_recipes,
+                    name,
+                    &head,
+                )
+                .map(|record| self.in_level_record(record)),
             );
         }
         rows
@@ -403,7 +411,7 @@ impl ProviderSuite {
                 ..self.case_head(set_up.name, &set_up.label, &outside.case)
             };
             let run = run_case(
-                &mut set_up.rig,
+                &mut set_up.watchdog,
                 &set_up.route,
                 &outside.case,
                 JudgedAs::Outside(outside),

@@ -184,11 +184,11 @@ fn exercise_outside(
         expects_error: false,
         exercised: Exercised::Plainly,
     };
-    let (mut rig, outside) = match (
+    let (mut watchdog, outside) = match (
         Watchdog::new(route.clone(), provider, plan.deadline),
         narrow_capabilities().outside_cases(),
     ) {
-        (Ok(rig), Ok(outside)) => (rig, outside),
+        (Ok(watchdog), Ok(outside)) => (watchdog, outside),
         (Err(error), _) => {
             tally.could_not_run(format!(
                 "route {} could not be built: {error}",
@@ -210,7 +210,7 @@ fn exercise_outside(
             outside.why
         );
         let run = run_case(
-            &mut rig,
+            &mut watchdog,
             route,
             &outside.case,
             JudgedAs::Outside(outside),

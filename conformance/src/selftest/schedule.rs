@@ -88,15 +88,16 @@ pub(super) fn exercise(
     tally: &mut Tally,
     disagreements: &mut usize,
 ) {
-    let built = Watchdog::new(route.clone(), Arc::clone(&provider), plan.deadline).and_then(
-        |rig| match plan.exercised {
-            Exercised::ConcurrentTwins => {
-                Crew::new(route, &provider, plan.deadline).map(|crew| (rig, Some(crew)))
+    let built =
+        Watchdog::new(route.clone(), Arc::clone(&provider), plan.deadline).and_then(|watchdog| {
+            match plan.exercised {
+                Exercised::ConcurrentTwins => {
+                    Crew::new(route, &provider, plan.deadline).map(|crew| (watchdog, Some(crew)))
+                }
+                _ => Ok((watchdog, None)),
             }
-            _ => Ok((rig, None)),
-        },
-    );
-    let (mut rig, crew) = match built {
+        });
+    let (mut watchdog, crew) = match built {
         Ok(built) => built,
         Err(error) => {
             tally.could_not_run(format!(
@@ -106,7 +107,7 @@ pub(super) fn exercise(
             return;
         }
     };
-    rig.keep_outputs(plan.exercised == Exercised::Held);
+    watchdog.keep_outputs(plan.exercised == Exercised::Held);
     let hook = plan.plan.map(|plan| plan as &dyn CaseHook);
     for dtype in PRESET_DTYPES {
         for shape in fixed_shapes(false) {
@@ -117,16 +118,21 @@ pub(super) fn exercise(
                 continue;
             }
             let context = format!("{} {dtype:?} {}", route.label(), shape.name);
-            let Some(run) =
-                exercised_run(&mut rig, crew.as_ref(), route, &case, plan.exercised, hook)
-            else {
+            let Some(run) = exercised_run(
+                &mut watchdog,
+                crew.as_ref(),
+                route,
+                &case,
+                plan.exercised,
+                hook,
+            ) else {
                 continue;
             };
             tally.run(plan, run, &context, disagreements);
         }
     }
     if plan.exercised == Exercised::Held
-        && let Err(error) = rig.release_outputs()
+        && let Err(error) = watchdog.release_outputs()
     {
         tally.could_not_run(format!(
             "the held outputs of {} could not be released: {error}",
@@ -135,11 +141,11 @@ pub(super) fn exercise(
     }
 }
 
-/// `case` on `rig` (and `crew`, for concurrent rounds) in the sequence of
+/// `case` on `watchdog` (and `crew`, for concurrent rounds) in the sequence of
 /// calls `exercised` names, judged as one; `None` where the case has no
 /// such sequence (no sibling of other values can be drawn).
 fn exercised_run(
-    rig: &mut Watchdog,
+    watchdog: &mut Watchdog,
     crew: Option<&Crew>,
     route: &Route,
     case: &Case,
@@ -148,7 +154,7 @@ fn exercised_run(
 ) -> Option<CaseRun> {
     let inside = JudgedAs::Inside;
     Some(match exercised {
-        Exercised::Plainly => run_case(rig, route, case, inside, hook),
+        Exercised::Plainly => run_case(watchdog, route, case, inside, hook),
         Exercised::Held => {
             // Held first, then a case of the same size with other values:
             // a provider that hands out the live allocation of the first
@@ -157,19 +163,19 @@ fn exercised_run(
             if sibling.values() == case.values() {
                 return None;
             }
-            match run_case(rig, route, case, inside, hook) {
+            match run_case(watchdog, route, case, inside, hook) {
                 CaseRun::NotRun(error) => CaseRun::NotRun(error),
-                _ => run_case(rig, route, &sibling, inside, hook),
+                _ => run_case(watchdog, route, &sibling, inside, hook),
             }
         }
         Exercised::Together => {
             let cases = [case.clone(), seeded(case, 7).ok()?];
-            merged(&cases, run_cases(rig, route, &cases, inside, hook))
+            merged(&cases, run_cases(watchdog, route, &cases, inside, hook))
         }
         Exercised::Twins => {
             let twin = twin(case).ok()?;
-            let first = run_case(rig, route, case, inside, hook);
-            let second = run_case(rig, route, &twin, inside, hook);
+            let first = run_case(watchdog, route, case, inside, hook);
+            let second = run_case(watchdog, route, &twin, inside, hook);
             merged_as(vec![
                 ("the case".to_owned(), first),
                 ("its twin, right after it".to_owned(), second),
@@ -185,7 +191,7 @@ fn exercised_run(
 ///
 /// # Errors
 ///
-/// Why the case could not be judged: a rig that could not be built, a case
+/// Why the case could not be judged: a watchdog that could not be built, a case
 /// the harness could not run, or one skipped.
 pub fn judge_exercised(
     route: &Route,
@@ -194,7 +200,7 @@ pub fn judge_exercised(
     exercised: Exercised,
     deadline: Duration,
 ) -> Result<Judgement, String> {
-    let mut rig = Watchdog::new(route.clone(), Arc::clone(&provider), deadline)
+    let mut watchdog = Watchdog::new(route.clone(), Arc::clone(&provider), deadline)
         .map_err(|error| error.to_string())?;
     let crew = match exercised {
         Exercised::ConcurrentTwins => {
@@ -202,8 +208,8 @@ pub fn judge_exercised(
         }
         _ => None,
     };
-    rig.keep_outputs(exercised == Exercised::Held);
-    match exercised_run(&mut rig, crew.as_ref(), route, case, exercised, None) {
+    watchdog.keep_outputs(exercised == Exercised::Held);
+    match exercised_run(&mut watchdog, crew.as_ref(), route, case, exercised, None) {
         Some(CaseRun::Judged(judgement, _)) => Ok(judgement),
         Some(CaseRun::Skipped(reason)) => Err(format!("skipped: {reason}")),
         Some(CaseRun::NotRun(error)) => Err(error.to_string()),
@@ -241,13 +247,15 @@ impl Crew {
             let handle = std::thread::Builder::new()
                 .name(format!("selftest-crew-{thread}"))
                 .spawn(move || {
-                    let mut rig = Watchdog::new(route.clone(), provider, deadline);
+                    let mut watchdog = Watchdog::new(route.clone(), provider, deadline);
                     while let Ok(case) = queue.recv() {
-                        // Every thread waits here, whatever its rig: the
+                        // Every thread waits here, whatever its watchdog: the
                         // calls of a round start together.
                         barrier.wait();
-                        let run = match &mut rig {
-                            Ok(rig) => run_case(rig, &route, &case, JudgedAs::Inside, None),
+                        let run = match &mut watchdog {
+                            Ok(watchdog) => {
+                                run_case(watchdog, &route, &case, JudgedAs::Inside, None)
+                            }
                             Err(error) => CaseRun::NotRun(HarnessError::InvalidCase {
                                 reason: format!("the thread's runtime could not be built: {error}"),
                             }),

@@ -8,26 +8,26 @@ use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::{HarnessError, Route, Watchdog};
 
-/// Cases a cached rig runs before it is rebuilt: bounds what a rig keeps
+/// Cases a cached watchdog runs before it is rebuilt: bounds what a watchdog keeps
 /// (prepared programs per signature, a leaky provider's allocations), so a
 /// fuzzing run of hours stays within libFuzzer's memory limit.
 const RIG_LIFETIME: usize = 256;
 
-/// Rigs kept at once; beyond this the cache starts afresh.
+/// Watchdogs kept at once; beyond this the cache starts afresh.
 const RIG_CAPACITY: usize = 32;
 
 /// Which watchdog an input needs: its provider's index, its faults, and
 /// its deadline (`None`: run on the calling thread).
-type RigKey = (usize, Vec<Fault>, Option<Duration>);
+type WatchdogKey = (usize, Vec<Fault>, Option<Duration>);
 
 /// Watchdogs kept between inputs, by provider, faults and deadline, each
 /// with the number of inputs it ran.
 #[derive(Default)]
-pub(super) struct RigPool {
-    pub(super) rigs: HashMap<RigKey, (Watchdog, usize)>,
+pub(super) struct WatchdogPool {
+    pub(super) watchdogs: HashMap<WatchdogKey, (Watchdog, usize)>,
 }
 
-impl RigPool {
+impl WatchdogPool {
     /// The watchdog for `provider` with `faults`, built when absent or worn
     /// out: under `deadline` on a worker thread, or with `None` on this
     /// thread ([`Watchdog::inline`]), for inputs that cannot hang (libFuzzer's
@@ -42,12 +42,12 @@ impl RigPool {
     ) -> Result<&mut Watchdog, HarnessError> {
         let key = (provider, faults.to_vec(), deadline);
         let worn = self
-            .rigs
+            .watchdogs
             .get(&key)
             .is_none_or(|(_, used)| *used >= RIG_LIFETIME);
         if worn {
-            if self.rigs.len() >= RIG_CAPACITY {
-                self.rigs.clear();
+            if self.watchdogs.len() >= RIG_CAPACITY {
+                self.watchdogs.clear();
             }
             let (route, inner) = make()?;
             let provider: Arc<dyn TransferProvider> = if faults.is_empty() {
@@ -59,13 +59,13 @@ impl RigPool {
                 Some(deadline) => Watchdog::new(route, provider, deadline)?,
                 None => Watchdog::inline(route, provider)?,
             };
-            self.rigs.insert(key.clone(), (watchdog, 0));
+            self.watchdogs.insert(key.clone(), (watchdog, 0));
         }
         let (watchdog, used) =
-            self.rigs
+            self.watchdogs
                 .get_mut(&key)
                 .ok_or_else(|| HarnessError::InvalidRoute {
-                    reason: "the rig just built is missing from the pool".to_owned(),
+                    reason: "the watchdog just built is missing from the pool".to_owned(),
                 })?;
         *used += 1;
         Ok(watchdog)
