@@ -3,7 +3,7 @@
 
 use crate::coverage::Coverage;
 use crate::record::CaseOutcome;
-use crate::runner::{run_recipe, run_recipe_covered};
+use crate::runner::{case_outcome, run_recipe, run_recipe_covered};
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -191,7 +191,7 @@ pub(crate) fn drawn_seed() -> u64 {
 /// the coverage of its inputs.
 fn outcome_of(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) -> (CaseOutcome, Coverage) {
     let (run, coverage) = run_recipe_covered(watchdog, route, recipe);
-    (CaseOutcome::from(run), coverage)
+    (case_outcome(run), coverage)
 }
 
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -555,5 +555,5 @@ pub fn replay(
         provider_for(provider, &route, inject)?,
         DEFAULT_DEADLINE,
     )?;
-    Ok(CaseOutcome::from(run_recipe(&mut watchdog, &route, recipe)))
+    Ok(case_outcome(run_recipe(&mut watchdog, &route, recipe)))
 }

@@ -16,7 +16,7 @@ use tenferro_transfer_harness::{
 
 use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
-use crate::runner::{CaseRun, JudgedAs, input_label, run_cases};
+use crate::runner::{JudgedAs, input_label, run_cases};
 
 /// The largest case the pass holds, in elements: a few outputs of it are
 /// held at once, and the pass's memory must stay within a few large cases.
@@ -163,7 +163,7 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
             .enumerate()
         {
             match run {
-                CaseRun::Judged(judgement, outcome) => {
+                Ok((judgement, outcome)) => {
                     if let Some(held) = outcome.held {
                         found.reread += held.reread;
                         found.changed.extend(held.changed);
@@ -171,8 +171,8 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
                     coverage.add(&cases[index], &judgement);
                     parts.push((input_label(index, total, &cases[index]), judgement));
                 }
-                CaseRun::Skipped(_) => {}
-                CaseRun::NotRun(error) => not_run.push(describe_error(&error)),
+                Err(skip) if skip.is_skip() => {}
+                Err(error) => not_run.push(describe_error(&error)),
             }
         }
     }

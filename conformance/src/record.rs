@@ -1,7 +1,7 @@
 //! The typed result model: one [`CaseRecord`] per case, with where it came
 //! from ([`Origin`]) and what became of it ([`CaseOutcome`]). The runner's
 //! result becomes a case's outcome through one conversion
-//! (`CaseOutcome::from(CaseRun)`), and every report is computed from
+//! (`runner::case_outcome`), and every report is computed from
 //! records: the rows, the summary, each rule's verdict and every rendering
 //! (table, JSON, Markdown, JUnit), so none of them can disagree.
 //!

@@ -7,8 +7,8 @@
 //! The [`Watchdog`] runs the provider under the deadline and catches
 //! its panics; the runner arms a hook (a simulated device's fault plan,
 //! which only the self-test and the fuzzer hand it) for the one call, judges the outcome inside or outside the declared
-//! capabilities, and returns a typed [`CaseRun`]. A panic of the harness
-//! itself (the oracle, say) is a [`CaseRun::NotRun`] with the reason, not
+//! capabilities, and returns a typed [`CaseRun`] (a `Result`). A panic of the harness
+//! itself (the oracle, say) is the harness's error with the reason, not
 //! an unwinding test.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -32,36 +32,35 @@ pub(crate) enum JudgedAs<'a> {
     Outside(&'a OutsideCase),
 }
 
-/// One case's run, typed: judged, skipped with the reason, or not run.
-#[derive(Debug)]
-#[must_use]
-pub(crate) enum CaseRun {
-    /// The oracle's judgement of the provider's call, and the outcome it
-    /// judged (the call, the runtime's verdict, the trace).
-    Judged(Judgement, Box<Outcome>),
-    /// The route cannot run the case here (a layout its source does not
-    /// stage, a device that is absent): the reason. Never a pass.
-    Skipped(String),
-    /// The harness could not run or judge the case.
-    NotRun(HarnessError),
+/// A judged case: the oracle's judgement of the provider's call, and the
+/// outcome it judged (the call, the runtime's verdict, the trace).
+pub(crate) type Judged = (Judgement, Box<Outcome>);
+
+/// One case's run: judged, or the harness's typed error where it was not.
+/// An error that [is a skip](HarnessError::is_skip)
+/// ([`HarnessError::Unavailable`]: the route cannot run the case here, a
+/// call abandoned after a hang, an input its run never reached) carries
+/// the reason; any other means the harness could not run or judge the case.
+pub(crate) type CaseRun = Result<Judged, HarnessError>;
+
+/// A skip with `reason`: the route cannot run the case here. Never a pass.
+pub(crate) fn skipped(reason: String) -> HarnessError {
+    HarnessError::Unavailable { reason }
 }
 
-impl CaseRun {
-    /// The record of this run: its outcome through the one conversion
-    /// ([`CaseOutcome::from`]), and the device failures the provider
-    /// correctly passed on as a typed `Err`.
-    pub(crate) fn into_record(
-        self,
-        case: &Case,
-        route: &str,
-        origin: Origin,
-        head: RowHead,
-    ) -> CaseRecord {
-        match self {
-            CaseRun::Judged(judgement, _) => CaseRecord::judged(route, origin, head, &judgement)
-                .with_coverage(Coverage::of(case, &judgement)),
-            other => CaseRecord::new(route, origin, head, CaseOutcome::from(other)),
-        }
+/// The record of a run: its outcome through the one conversion
+/// ([`case_outcome`]), with the coverage of a judged case.
+pub(crate) fn into_record(
+    run: CaseRun,
+    case: &Case,
+    route: &str,
+    origin: Origin,
+    head: RowHead,
+) -> CaseRecord {
+    match run {
+        Ok((judgement, _)) => CaseRecord::judged(route, origin, head, &judgement)
+            .with_coverage(Coverage::of(case, &judgement)),
+        other => CaseRecord::new(route, origin, head, case_outcome(other)),
     }
 }
 
@@ -69,15 +68,13 @@ impl CaseRun {
 /// judged case passed or failed, checked exactly where the oracle judged;
 /// a case the route cannot run here skipped with the reason; a case the
 /// harness could not run not set up, with the error and its causes.
-impl From<CaseRun> for CaseOutcome {
-    fn from(run: CaseRun) -> Self {
-        match run {
-            CaseRun::Judged(judgement, _) => CaseOutcome::judged(&judgement),
-            CaseRun::Skipped(reason) => CaseOutcome::Skipped { reason },
-            CaseRun::NotRun(error) => CaseOutcome::NotSetUp {
-                message: describe_error(&error),
-            },
-        }
+pub(crate) fn case_outcome(run: CaseRun) -> CaseOutcome {
+    match run {
+        Ok((judgement, _)) => CaseOutcome::judged(&judgement),
+        Err(HarnessError::Unavailable { reason }) => CaseOutcome::Skipped { reason },
+        Err(error) => CaseOutcome::NotSetUp {
+            message: describe_error(&error),
+        },
     }
 }
 
@@ -103,7 +100,7 @@ pub(crate) fn run_case(
     run_cases(watchdog, route, std::slice::from_ref(case), judged_as, hook)
         .pop()
         .unwrap_or_else(|| {
-            CaseRun::NotRun(HarnessError::InvalidCase {
+            Err(HarnessError::InvalidCase {
                 reason: "a run of one input gave no outcome".to_owned(),
             })
         })
@@ -130,16 +127,13 @@ pub(crate) fn run_cases(
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
         Err(HarnessError::Unavailable { reason }) => {
-            return cases
-                .iter()
-                .map(|_| CaseRun::Skipped(reason.clone()))
-                .collect();
+            return cases.iter().map(|_| Err(skipped(reason.clone()))).collect();
         }
         Err(error) => {
             let message = describe_error(&error);
-            let mut runs = vec![CaseRun::NotRun(error)];
+            let mut runs = vec![Err(error)];
             runs.extend(cases.iter().skip(1).map(|_| {
-                CaseRun::NotRun(HarnessError::InvalidCase {
+                Err(HarnessError::InvalidCase {
                     reason: message.clone(),
                 })
             }));
@@ -159,11 +153,11 @@ fn judge(case: &Case, route: &Route, outcome: Outcome, judged_as: JudgedAs<'_>) 
         // A case that overran the short deadline of a route whose provider
         // has hung: not proven to hang, so skipped with the reason.
         RuntimeVerdict::Abandoned { limit, hung_on } => {
-            return CaseRun::Skipped(abandoned_reason(*limit, hung_on));
+            return Err(skipped(abandoned_reason(*limit, hung_on)));
         }
         // An input of a run that stopped before it moved.
         RuntimeVerdict::NotReached { stopped_at } => {
-            return CaseRun::Skipped(not_reached_reason(stopped_at));
+            return Err(skipped(not_reached_reason(stopped_at)));
         }
         _ => {}
     }
@@ -172,8 +166,8 @@ fn judge(case: &Case, route: &Route, outcome: Outcome, judged_as: JudgedAs<'_>) 
         JudgedAs::Outside(outside) => Oracle.judge_outside(outside, route, &outcome),
     }));
     match judged {
-        Ok(judgement) => CaseRun::Judged(judgement, Box::new(outcome)),
-        Err(payload) => CaseRun::NotRun(HarnessError::InvalidCase {
+        Ok(judgement) => Ok((judgement, Box::new(outcome))),
+        Err(payload) => Err(HarnessError::InvalidCase {
             reason: format!(
                 "judging the case panicked (a harness bug; please report it): {}",
                 panic_message(payload.as_ref())
@@ -205,26 +199,26 @@ pub(crate) fn merged_as(parts: Vec<(String, CaseRun)>) -> CaseRun {
         if let Some((_, only)) = parts.into_iter().next() {
             return only;
         }
-        return CaseRun::Skipped("nothing ran".to_owned());
+        return Err(skipped("nothing ran".to_owned()));
     }
     let mut judged = Vec::new();
     let mut last = None;
-    let mut skipped = None;
+    let mut first_skip = None;
     for (label, run) in parts {
         match run {
-            CaseRun::Judged(judgement, outcome) => {
+            Ok((judgement, outcome)) => {
                 judged.push((label, judgement));
                 last = Some(outcome);
             }
-            CaseRun::NotRun(error) => return CaseRun::NotRun(error),
-            CaseRun::Skipped(reason) => {
-                skipped.get_or_insert(reason);
+            Err(skip) if skip.is_skip() => {
+                first_skip.get_or_insert(skip);
             }
+            Err(error) => return Err(error),
         }
     }
     match last {
-        Some(outcome) => CaseRun::Judged(Judgement::merged(judged), outcome),
-        None => CaseRun::Skipped(skipped.unwrap_or_else(|| "nothing ran".to_owned())),
+        Some(outcome) => Ok((Judgement::merged(judged), outcome)),
+        None => Err(first_skip.unwrap_or_else(|| skipped("nothing ran".to_owned()))),
     }
 }
 
@@ -242,7 +236,7 @@ pub(crate) fn input_label(index: usize, total: usize, case: &Case) -> String {
 /// Build the cases of `recipe` (its inputs moved in one run, see
 /// [`Recipe::with`]) and run them inside the capabilities, as one
 /// [`CaseRun`] ([`merged`]); a recipe that does not build is
-/// [`CaseRun::NotRun`].
+/// the harness's error.
 pub(crate) fn run_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseRun {
     run_recipe_covered(watchdog, route, recipe).0
 }
@@ -258,12 +252,12 @@ pub(crate) fn run_recipe_covered(
             let runs = run_cases(watchdog, route, &cases, JudgedAs::Inside, None);
             let mut coverage = Coverage::default();
             for (case, run) in cases.iter().zip(&runs) {
-                if let CaseRun::Judged(judgement, _) = run {
+                if let Ok((judgement, _)) = run {
                     coverage.add(case, judgement);
                 }
             }
             (merged(&cases, runs), coverage)
         }
-        Err(error) => (CaseRun::NotRun(error), Coverage::default()),
+        Err(error) => (Err(error), Coverage::default()),
     }
 }

@@ -21,7 +21,7 @@ use tenferro_transfer_harness::{Judgement, Route, Watchdog, describe_error};
 
 use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
-use crate::runner::{CaseRun, JudgedAs, input_label, run_cases};
+use crate::runner::{JudgedAs, input_label, run_cases};
 
 /// The largest case twinned, in elements: twins are about state, not size.
 pub const TWIN_MAX_ELEMENTS: usize = 1 << 12;
@@ -161,15 +161,15 @@ impl Dtype {
                 label.to_owned()
             };
             match result {
-                CaseRun::Judged(judgement, _) => {
+                Ok((judgement, _)) => {
                     if !judgement.passed() && self.replay.is_none() {
                         self.replay = Some(replay.clone());
                     }
                     self.coverage.add(&cases[index], &judgement);
                     self.parts.push((input, judgement));
                 }
-                CaseRun::Skipped(_) => {}
-                CaseRun::NotRun(error) => {
+                Err(skip) if skip.is_skip() => {}
+                Err(error) => {
                     self.not_run
                         .get_or_insert(format!("{input}: {}", describe_error(&error)));
                 }

@@ -16,7 +16,7 @@ use crate::held::held_pass;
 use crate::progress::Progress;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{CaseResult, Report, RowHead};
-use crate::runner::{JudgedAs, run_case};
+use crate::runner::{JudgedAs, into_record, run_case};
 use crate::sequences::StatePass;
 use crate::shapes::FixedShape;
 use crate::{BuiltinProvider, fixed_shapes};
@@ -200,8 +200,8 @@ impl ProviderRun {
                     layout: case.layout_label(),
                     ..head
                 };
-                let mut record = run_case(watchdog, route, &case, JudgedAs::Inside, None)
-                    .into_record(&case, &self.name, Origin::Fixed, head);
+                let run = run_case(watchdog, route, &case, JudgedAs::Inside, None);
+                let mut record = into_record(run, &case, &self.name, Origin::Fixed, head);
                 record
                     .outcome
                     .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);

@@ -19,7 +19,7 @@ pub use twins::TWIN_ROUND_EVERY;
 use twins::{name_crossed, same_shape_rounds, twin_round};
 
 use crate::coverage::Coverage;
-use crate::runner::{CaseRun, run_recipe, run_recipe_covered};
+use crate::runner::{case_outcome, run_recipe, run_recipe_covered};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -301,7 +301,7 @@ pub(crate) fn replay_alone(
     recipe: &Recipe,
 ) -> Alone {
     let outcome = Watchdog::new(route.clone(), provider, deadline.clone())
-        .map(|mut watchdog| CaseOutcome::from(run_recipe(&mut watchdog, route, recipe)));
+        .map(|mut watchdog| case_outcome(run_recipe(&mut watchdog, route, recipe)));
     match outcome {
         Ok(CaseOutcome::Passed { .. }) => Alone::Passed,
         Ok(CaseOutcome::Failed { .. }) => Alone::Failed,
@@ -432,9 +432,9 @@ impl Shared<'_> {
                     if twin_round(index) {
                         name_crossed(&mut run, thread, index, plans);
                     }
-                    let seen = matches!(&run, CaseRun::Judged(_, outcome)
+                    let seen = matches!(&run, Ok((_, outcome))
                         if outcome.calls.first().and_then(|call| call.destination_saw_output) == Some(true));
-                    (CaseOutcome::from(run), seen, coverage)
+                    (case_outcome(run), seen, coverage)
                 }))
                 .unwrap_or_else(|payload| {
                     let outcome = CaseOutcome::NotSetUp {

@@ -47,7 +47,7 @@ pub(super) fn twin_round(index: usize) -> bool {
 /// the same round whose case has those values, named in the `values`
 /// violation.
 pub(super) fn name_crossed(run: &mut CaseRun, thread: usize, index: usize, plans: &[Vec<Recipe>]) {
-    let CaseRun::Judged(judgement, outcome) = run else {
+    let Ok((judgement, outcome)) = run else {
         return;
     };
     if !judgement.rules().contains(&Rule::Values) {

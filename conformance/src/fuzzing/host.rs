@@ -12,7 +12,7 @@ use tenferro_transfer_harness::{
 };
 
 use super::{FuzzFailure, WatchdogPool, agrees_with_runtime};
-use crate::runner::{CaseRun, JudgedAs, run_cases};
+use crate::runner::{JudgedAs, run_cases};
 
 /// The `host_provider` fuzz target: a decoded tensor or view, with values
 /// taken straight from the input's remaining bytes, through the real
@@ -84,11 +84,11 @@ impl HostFuzzer {
         let route = watchdog.route().clone();
         for run in run_cases(watchdog, &route, &cases, JudgedAs::Inside, None) {
             let (judgement, outcome) = match run {
-                CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
+                Ok((judgement, outcome)) => (judgement, *outcome),
                 // Plain host memory stages every case; a skip here would be
                 // the harness's, and is not a finding of this target.
-                CaseRun::Skipped(_) => continue,
-                CaseRun::NotRun(source) => {
+                Err(skip) if skip.is_skip() => continue,
+                Err(source) => {
                     return Err(FuzzFailure::Harness {
                         context: context.clone(),
                         source,

@@ -282,9 +282,9 @@ impl ContractFuzzer {
         let reached = reached_cases(&cases, &runs);
         // Every input of the run judged, as one judgement.
         let (judgement, outcome) = match merged(&cases, runs) {
-            CaseRun::Judged(judgement, outcome) => (judgement, *outcome),
-            CaseRun::Skipped(reason) => return Ok(Checked::Skipped { reason }),
-            CaseRun::NotRun(source) => {
+            Ok((judgement, outcome)) => (judgement, *outcome),
+            Err(HarnessError::Unavailable { reason }) => return Ok(Checked::Skipped { reason }),
+            Err(source) => {
                 return Err(FuzzFailure::Harness {
                     context: context.clone(),
                     source,
@@ -388,7 +388,7 @@ fn reached_cases(cases: &[Case], runs: &[CaseRun]) -> Vec<Case> {
         .zip(runs)
         .enumerate()
         .filter(|(index, (_, run))| {
-            *index == 0 || matches!(run, CaseRun::Judged(_, outcome) if !outcome.calls.is_empty())
+            *index == 0 || matches!(run, Ok((_, outcome)) if !outcome.calls.is_empty())
         })
         .map(|(_, (case, _))| case.clone())
         .collect()

@@ -19,7 +19,7 @@ use tenferro_transfer_harness::{
 
 use super::ProviderSuite;
 use crate::generated::{REPLAY_ENV, shell_quote};
-use crate::runner::{CaseRun, JudgedAs, merged, run_cases};
+use crate::runner::{JudgedAs, merged, run_cases};
 
 /// The most cases one fuzz input runs, in order, on one watchdog.
 pub const MAX_FUZZ_CALLS: usize = 4;
@@ -227,7 +227,7 @@ impl SuiteFuzzer {
             route: route_name.clone(),
             message,
         };
-        if !self.ensure_rig(index, &setup)? {
+        if !self.ensure_watchdog(index, &setup)? {
             return Ok(());
         }
         let Some(RouteRig { route, watchdog }) = self.watchdogs.get_mut(&index) else {
@@ -294,7 +294,7 @@ impl SuiteFuzzer {
     /// Builds the watchdog of route `index` unless it is built already:
     /// `Ok(false)` when the route's device is not here (counted in
     /// [`FuzzStats::unavailable`]), `setup`'s error when it cannot be built.
-    fn ensure_rig(
+    fn ensure_watchdog(
         &mut self,
         index: usize,
         setup: &impl Fn(String) -> FuzzFailure,
@@ -304,7 +304,7 @@ impl SuiteFuzzer {
                 Ok(watchdog) => {
                     self.watchdogs.insert(index, watchdog);
                 }
-                Err(HarnessError::Unavailable { .. }) => {
+                Err(skip) if skip.is_skip() => {
                     self.stats.unavailable += 1;
                     return Ok(false);
                 }
@@ -364,10 +364,10 @@ fn judge_call(
     };
     let runs = run_cases(watchdog, route, &cases, judged_as, None);
     match merged(&cases, runs) {
-        CaseRun::Judged(judgement, _) => Ok(Some(judgement)),
+        Ok((judgement, _)) => Ok(Some(judgement)),
         // A case the route cannot run here (a layout its source
         // does not stage): skipped, never a pass.
-        CaseRun::Skipped(_) => Ok(None),
-        CaseRun::NotRun(error) => Err(setup(error.to_string())),
+        Err(skip) if skip.is_skip() => Ok(None),
+        Err(error) => Err(setup(error.to_string())),
     }
 }

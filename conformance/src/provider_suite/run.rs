@@ -21,7 +21,7 @@ use crate::generated::{GeneratedOptions, drawn_seed};
 use crate::held::held_pass;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
-use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::runner::{CaseRun, JudgedAs, into_record, run_case};
 use crate::sequences::StatePass;
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
@@ -448,7 +448,7 @@ impl ProviderSuite {
     }
 
     /// The record of one run of the runner, through the one conversion
-    /// (`CaseRun::into_record`): judged, skipped with the reason where the
+    /// (`runner::into_record`): judged, skipped with the reason where the
     /// route cannot run the case here (a layout the device does not stage,
     /// say), not set up where the harness could not run it. Rules outside
     /// the pinned level are not checked, and `honesty_unchecked`, when
@@ -463,7 +463,7 @@ impl ProviderSuite {
         run: CaseRun,
         honesty_unchecked: Option<&str>,
     ) -> CaseRecord {
-        let mut record = self.in_level_record(run.into_record(case, route, origin, head));
+        let mut record = self.in_level_record(into_record(run, case, route, origin, head));
         if let Some(reason) = honesty_unchecked {
             record
                 .outcome

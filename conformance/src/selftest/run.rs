@@ -57,15 +57,13 @@ impl Tally {
         disagreements: &mut usize,
     ) {
         match run {
-            CaseRun::Judged(judgement, _) => {
+            Ok((judgement, _)) => {
                 if self.record(plan, &judgement, context) {
                     *disagreements += 1;
                 }
             }
-            CaseRun::Skipped(_) => {}
-            CaseRun::NotRun(error) => {
-                self.could_not_run(format!("could not run {context}: {error}"))
-            }
+            Err(skip) if skip.is_skip() => {}
+            Err(error) => self.could_not_run(format!("could not run {context}: {error}")),
         }
     }
 

@@ -164,7 +164,7 @@ fn exercised_run(
                 return None;
             }
             match run_case(watchdog, route, case, inside, hook) {
-                CaseRun::NotRun(error) => CaseRun::NotRun(error),
+                Err(error) if !error.is_skip() => Err(error),
                 _ => run_case(watchdog, route, &sibling, inside, hook),
             }
         }
@@ -210,9 +210,9 @@ pub fn judge_exercised(
     };
     watchdog.keep_outputs(exercised == Exercised::Held);
     match exercised_run(&mut watchdog, crew.as_ref(), route, case, exercised, None) {
-        Some(CaseRun::Judged(judgement, _)) => Ok(judgement),
-        Some(CaseRun::Skipped(reason)) => Err(format!("skipped: {reason}")),
-        Some(CaseRun::NotRun(error)) => Err(error.to_string()),
+        Some(Ok((judgement, _))) => Ok(judgement),
+        Some(Err(HarnessError::Unavailable { reason })) => Err(format!("skipped: {reason}")),
+        Some(Err(error)) => Err(error.to_string()),
         None => Err("the case has no such sequence".to_owned()),
     }
 }
@@ -256,7 +256,7 @@ impl Crew {
                             Ok(watchdog) => {
                                 run_case(watchdog, &route, &case, JudgedAs::Inside, None)
                             }
-                            Err(error) => CaseRun::NotRun(HarnessError::InvalidCase {
+                            Err(error) => Err(HarnessError::InvalidCase {
                                 reason: format!("the thread's runtime could not be built: {error}"),
                             }),
                         };
@@ -288,13 +288,10 @@ impl Crew {
             let inputs: Result<Vec<Case>, HarnessError> = (0..THREADS as u64)
                 .map(|thread| seeded(case, 1 + round * THREADS as u64 + thread))
                 .collect();
-            let inputs = match inputs {
-                Ok(inputs) => inputs,
-                Err(error) => return CaseRun::NotRun(error),
-            };
+            let inputs = inputs?;
             for (job, input) in self.jobs.iter().zip(&inputs) {
                 if job.send(input.clone()).is_err() {
-                    return CaseRun::NotRun(HarnessError::InvalidCase {
+                    return Err(HarnessError::InvalidCase {
                         reason: "a thread of the concurrent round is gone".to_owned(),
                     });
                 }
@@ -304,7 +301,7 @@ impl Crew {
                 match self.results.recv() {
                     Ok((thread, run)) => round_runs[thread] = Some(run),
                     Err(_) => {
-                        return CaseRun::NotRun(HarnessError::InvalidCase {
+                        return Err(HarnessError::InvalidCase {
                             reason: "a thread of the concurrent round is gone".to_owned(),
                         });
                     }
@@ -313,10 +310,10 @@ impl Crew {
             let broke = round_runs
                 .iter()
                 .flatten()
-                .any(|run| matches!(run, CaseRun::Judged(judgement, _) if !judgement.passed()));
+                .any(|run| matches!(run, Ok((judgement, _)) if !judgement.passed()));
             runs.extend(round_runs.into_iter().enumerate().map(|(thread, run)| {
                 let run = run.unwrap_or_else(|| {
-                    CaseRun::NotRun(HarnessError::InvalidCase {
+                    Err(HarnessError::InvalidCase {
                         reason: "a thread of the concurrent round did not answer".to_owned(),
                     })
                 });
