@@ -198,7 +198,7 @@ impl std::fmt::Debug for ContractFuzzer {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("ContractFuzzer")
-            .field("rigs", &self.pool.watchdogs.len())
+            .field("watchdogs", &self.pool.watchdogs.len())
             .finish_non_exhaustive()
     }
 }

@@ -13,18 +13,39 @@ use tenferro_transfer_harness::{HarnessError, Route, Watchdog};
 /// fuzzing run of hours stays within libFuzzer's memory limit.
 const RIG_LIFETIME: usize = 256;
 
-/// Watchdogs kept at once; beyond this the cache starts afresh.
-const RIG_CAPACITY: usize = 32;
+/// Watchdogs kept at once; beyond this the one used least recently makes
+/// room. Inputs draw their provider, faults and deadline afresh, so the
+/// keys are many: a pool of 32 cleared whole when full rebuilt
+/// a runtime, and prepared its programs again, for most inputs.
+const RIG_CAPACITY: usize = 256;
 
 /// Which watchdog an input needs: its provider's index, its faults, and
 /// its deadline (`None`: run on the calling thread).
 type WatchdogKey = (usize, Vec<Fault>, Option<Duration>);
 
-/// Watchdogs kept between inputs, by provider, faults and deadline, each
-/// with the number of inputs it ran.
-#[derive(Default)]
+/// A watchdog of the pool, with the number of inputs it ran and when it
+/// ran the last (the pool's count of inputs then).
+pub(super) struct Pooled {
+    pub(super) watchdog: Watchdog,
+    used: usize,
+    last: u64,
+}
+
+/// Watchdogs kept between inputs, by provider, faults and deadline.
 pub(super) struct WatchdogPool {
-    pub(super) watchdogs: HashMap<WatchdogKey, (Watchdog, usize)>,
+    pub(super) watchdogs: HashMap<WatchdogKey, Pooled>,
+    inputs: u64,
+    capacity: usize,
+}
+
+impl Default for WatchdogPool {
+    fn default() -> Self {
+        Self {
+            watchdogs: HashMap::new(),
+            inputs: 0,
+            capacity: RIG_CAPACITY,
+        }
+    }
 }
 
 impl WatchdogPool {
@@ -44,10 +65,18 @@ impl WatchdogPool {
         let worn = self
             .watchdogs
             .get(&key)
-            .is_none_or(|(_, used)| *used >= RIG_LIFETIME);
+            .is_none_or(|pooled| pooled.used >= RIG_LIFETIME);
         if worn {
-            if self.watchdogs.len() >= RIG_CAPACITY {
-                self.watchdogs.clear();
+            self.watchdogs.remove(&key);
+            if self.watchdogs.len() >= self.capacity {
+                let least_recent = self
+                    .watchdogs
+                    .iter()
+                    .min_by_key(|(_, pooled)| pooled.last)
+                    .map(|(key, _)| key.clone());
+                if let Some(least_recent) = least_recent {
+                    self.watchdogs.remove(&least_recent);
+                }
             }
             let (route, inner) = make()?;
             let provider: Arc<dyn TransferProvider> = if faults.is_empty() {
@@ -59,15 +88,62 @@ impl WatchdogPool {
                 Some(deadline) => Watchdog::new(route, provider, deadline)?,
                 None => Watchdog::inline(route, provider)?,
             };
-            self.watchdogs.insert(key.clone(), (watchdog, 0));
+            self.watchdogs.insert(
+                key.clone(),
+                Pooled {
+                    watchdog,
+                    used: 0,
+                    last: 0,
+                },
+            );
         }
-        let (watchdog, used) =
-            self.watchdogs
-                .get_mut(&key)
-                .ok_or_else(|| HarnessError::InvalidRoute {
-                    reason: "the watchdog just built is missing from the pool".to_owned(),
-                })?;
-        *used += 1;
-        Ok(watchdog)
+        self.inputs += 1;
+        let pooled = self
+            .watchdogs
+            .get_mut(&key)
+            .ok_or_else(|| HarnessError::InvalidRoute {
+                reason: "the watchdog just built is missing from the pool".to_owned(),
+            })?;
+        pooled.used += 1;
+        pooled.last = self.inputs;
+        Ok(&mut pooled.watchdog)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenferro_transfer_harness::HostProvider;
+
+    fn host() -> Result<(Route, Arc<dyn TransferProvider>), HarnessError> {
+        Ok((Route::host_to_host()?, Arc::new(HostProvider::new())))
+    }
+
+    #[test]
+    fn a_full_pool_drops_the_watchdog_used_least_recently_and_keeps_the_rest() {
+        let mut pool = WatchdogPool {
+            capacity: 2,
+            ..WatchdogPool::default()
+        };
+        for provider in [0, 1, 0] {
+            pool.get(provider, &[], None, host).unwrap();
+        }
+        // Full: 1 ran longest ago, so 2 takes its place and 0 stays warm.
+        pool.get(2, &[], None, host).unwrap();
+        let mut kept: Vec<usize> = pool.watchdogs.keys().map(|key| key.0).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, vec![0, 2]);
+        assert_eq!(pool.watchdogs[&(0, Vec::new(), None)].used, 2);
+    }
+
+    #[test]
+    fn a_worn_watchdog_is_rebuilt() {
+        let mut pool = WatchdogPool::default();
+        for _ in 0..RIG_LIFETIME {
+            pool.get(0, &[], None, host).unwrap();
+        }
+        assert_eq!(pool.watchdogs[&(0, Vec::new(), None)].used, RIG_LIFETIME);
+        pool.get(0, &[], None, host).unwrap();
+        assert_eq!(pool.watchdogs[&(0, Vec::new(), None)].used, 1);
     }
 }
