@@ -8,16 +8,21 @@ use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::{HarnessError, Route, Watchdog};
 
-/// Cases a cached watchdog runs before it is rebuilt: bounds what a watchdog keeps
-/// (prepared programs per signature, a leaky provider's allocations), so a
-/// fuzzing run of hours stays within libFuzzer's memory limit.
-const RIG_LIFETIME: usize = 256;
+/// Inputs a cached watchdog runs before it is rebuilt: bounds what a
+/// watchdog keeps (prepared programs per signature, a leaky provider's
+/// allocations). A leaky provider keeps at most one staging allocation per
+/// case, up to 3 cases of at most 4,096 elements (64 KiB) an input, so a
+/// watchdog keeps at most 48 MiB, and the pool, in the worst case of every
+/// watchdog leaky with the largest cases, more than libFuzzer's 4 GiB
+/// limit. Drawn inputs come nowhere near it: 10 million inputs of
+/// `transfer_contract` peaked at 200 MiB (docs/fuzzing.md).
+const WATCHDOG_LIFETIME: usize = 256;
 
 /// Watchdogs kept at once; beyond this the one used least recently makes
 /// room. Inputs draw their provider, faults and deadline afresh, so the
 /// keys are many: a pool of 32 cleared whole when full rebuilt
 /// a runtime, and prepared its programs again, for most inputs.
-const RIG_CAPACITY: usize = 256;
+const WATCHDOG_CAPACITY: usize = 256;
 
 /// Which watchdog an input needs: its provider's index, its faults, and
 /// its deadline (`None`: run on the calling thread).
@@ -43,7 +48,7 @@ impl Default for WatchdogPool {
         Self {
             watchdogs: HashMap::new(),
             inputs: 0,
-            capacity: RIG_CAPACITY,
+            capacity: WATCHDOG_CAPACITY,
         }
     }
 }
@@ -65,7 +70,7 @@ impl WatchdogPool {
         let worn = self
             .watchdogs
             .get(&key)
-            .is_none_or(|pooled| pooled.used >= RIG_LIFETIME);
+            .is_none_or(|pooled| pooled.used >= WATCHDOG_LIFETIME);
         if worn {
             self.watchdogs.remove(&key);
             if self.watchdogs.len() >= self.capacity {
@@ -139,10 +144,13 @@ mod tests {
     #[test]
     fn a_worn_watchdog_is_rebuilt() {
         let mut pool = WatchdogPool::default();
-        for _ in 0..RIG_LIFETIME {
+        for _ in 0..WATCHDOG_LIFETIME {
             pool.get(0, &[], None, host).unwrap();
         }
-        assert_eq!(pool.watchdogs[&(0, Vec::new(), None)].used, RIG_LIFETIME);
+        assert_eq!(
+            pool.watchdogs[&(0, Vec::new(), None)].used,
+            WATCHDOG_LIFETIME
+        );
         pool.get(0, &[], None, host).unwrap();
         assert_eq!(pool.watchdogs[&(0, Vec::new(), None)].used, 1);
     }
