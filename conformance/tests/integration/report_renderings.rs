@@ -3,7 +3,7 @@
 //! XML parsed back, escaping and cutting. Their insta snapshots are in
 //! `snapshots.rs`.
 
-mod support;
+use crate::support;
 
 use tenferro_transfer_conformance::harness::{Rule, Violation};
 use tenferro_transfer_conformance::record::{CaseOutcome, CaseRecord, Origin, Violations};

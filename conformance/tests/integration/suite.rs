@@ -97,9 +97,9 @@ fn every_rule_the_builtin_routes_can_break_has_a_broken_provider() {
         .filter(|rule| !covered.contains(rule))
         .collect();
     // The two a provider cannot break alone: capability-honesty is broken
-    // by a declaration (conformance/tests/capabilities.rs), and
+    // by a declaration (conformance/tests/integration/capabilities.rs), and
     // runtime-agreement by the runtime disagreeing with the oracle
-    // (harness/src/judge/oracle/mod.rs's tests, conformance/tests/rig.rs).
+    // (harness/src/judge/oracle/mod.rs's tests, conformance/tests/integration/rig.rs).
     assert_eq!(
         uncovered,
         [Rule::CapabilityHonesty, Rule::RuntimeAgreement],

@@ -1,0 +1,33 @@
+//! The conformance crate's integration tests, one binary: each file of this
+//! folder is a module, so `cargo test --workspace` links tenferro once for
+//! them all instead of once per file. Run one file's tests with its module
+//! path: `cargo test -p tenferro-transfer-conformance --test integration hang::`.
+//!
+//! Tests that read the repository's files (`docs/`, `snapshots.rs`,
+//! `fuzz_regressions.rs`) are binaries of their own, left out of the
+//! published package; so are `generated.rs` (the replay command the docs
+//! print names it: `cargo test --test generated`) and `cuda.rs` (the GPU
+//! check runs it alone).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod builtin_suites;
+mod capabilities;
+mod edges;
+mod failure_invariant;
+mod hang;
+mod hostile_outputs;
+mod plain_host;
+mod pressure;
+mod provider_suite;
+mod replay;
+mod report_renderings;
+mod rig;
+mod shape_specialised_plans;
+mod size_classes;
+mod suite;
+mod suite_fuzzer;
+mod unavailable_devices;
+mod unchecked_rules;
+mod verdicts_agree;
