@@ -124,6 +124,7 @@ pub mod concurrency;
 pub mod coverage;
 #[cfg(doctest)]
 pub mod doc_pages;
+mod fixed_pass;
 pub mod fuzzing;
 pub mod generated;
 mod held;

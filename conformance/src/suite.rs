@@ -12,12 +12,11 @@ use tenferro_transfer_harness::{
     Case, DEFAULT_DEADLINE, HarnessError, Route, Rule, Watchdog, describe_error,
 };
 
-use crate::held::held_pass;
+use crate::fixed_pass::FixedPass;
 use crate::progress::Progress;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{CaseResult, Report, RowHead};
-use crate::runner::{JudgedAs, into_record, run_case};
-use crate::sequences::StatePass;
+use crate::runner::into_record;
 use crate::shapes::FixedShape;
 use crate::{BuiltinProvider, fixed_shapes};
 
@@ -121,7 +120,7 @@ pub fn run_fixed_suite_with_progress(
                 records.push(record);
             }
         }
-        records.extend(run.held_records(options, &shapes));
+        records.extend(run.held_records());
     }
     progress.finish();
     Report::from_records(records)
@@ -136,8 +135,9 @@ struct ProviderRun {
     route_label: String,
     /// The route and its watchdog, or the outcome every case of the route gets.
     watchdog: Result<(Route, Watchdog), CaseOutcome>,
-    /// What the fixed cases left behind, for the sequences against state.
-    state: StatePass,
+    /// What the fixed cases left behind, for the state rows and the held
+    /// pass.
+    pass: FixedPass,
 }
 
 impl ProviderRun {
@@ -171,7 +171,7 @@ impl ProviderRun {
             name,
             route_label,
             watchdog,
-            state: StatePass::default(),
+            pass: FixedPass::default(),
         }
     }
 
@@ -200,13 +200,12 @@ impl ProviderRun {
                     layout: case.layout_label(),
                     ..head
                 };
-                let run = run_case(watchdog, route, &case, JudgedAs::Inside, None);
+                let recipe = fixed_recipe(dtype, shape);
+                let run = self.pass.run(watchdog, route, &recipe, &case);
                 let mut record = into_record(run, &case, &self.name, Origin::Fixed, head);
                 record
                     .outcome
                     .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);
-                let recipe = fixed_recipe(dtype, shape);
-                self.state.after_fixed(watchdog, route, &recipe);
                 record
             }
             (Err(outcome), _) => CaseRecord::new(&self.name, Origin::Fixed, head, outcome.clone()),
@@ -221,18 +220,13 @@ impl ProviderRun {
         }
     }
 
-    /// The sequences against state, then the same shapes again with their
-    /// outputs held as a caller holds them (output-stable), and the
-    /// devices' memory over that pass. Nothing where the route has no watchdog.
-    fn held_records(&mut self, options: &SuiteOptions, shapes: &[FixedShape]) -> Vec<CaseRecord> {
+    /// The state rows, then the same cases again with their outputs held
+    /// as a caller holds them (output-stable), and the devices' memory
+    /// over that pass. Nothing where the route has no watchdog.
+    fn held_records(&mut self) -> Vec<CaseRecord> {
         let Ok((route, watchdog)) = &mut self.watchdog else {
             return Vec::new();
         };
-        let recipes: Vec<Recipe> = options
-            .dtypes
-            .iter()
-            .flat_map(|&dtype| shapes.iter().map(move |shape| fixed_recipe(dtype, shape)))
-            .collect();
         let head = RowHead {
             provider: self.name.clone(),
             route: self.route_label.clone(),
@@ -240,12 +234,9 @@ impl ProviderRun {
             shape: Vec::new(),
             layout: String::new(),
         };
-        let state = std::mem::take(&mut self.state).finish(watchdog, route, &self.name, &head);
+        let end = std::mem::take(&mut self.pass).finish(watchdog, route, &self.name, &head, true);
         let mut records = Vec::new();
-        for mut record in state
-            .into_iter()
-            .chain(held_pass(watchdog, route, &recipes, &self.name, &head))
-        {
+        for mut record in end.state.into_iter().chain(end.held) {
             record
                 .outcome
                 .explain_unchecked(Rule::CapabilityHonesty, BUILTIN_HONESTY);

@@ -18,11 +18,10 @@ use tenferro_transfer_harness::{
 
 use super::{DeclaredRoute, ProviderSuite, RouteRun};
 use crate::generated::{GeneratedOptions, drawn_seed};
-use crate::held::held_pass;
+use crate::fixed_pass::FixedPass;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, into_record, run_case};
-use crate::sequences::StatePass;
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
 /// What a route's setup produced: everything its phases take.
@@ -331,14 +330,10 @@ impl ProviderSuite {
         let (name, label) = (set_up.name, set_up.label.clone());
         let honesty_unchecked = set_up.honesty_unchecked.clone();
         let mut rows = Vec::new();
-        let mut held_recipes = Vec::new();
-        let mut state = StatePass::default();
+        let mut pass = FixedPass::default();
         for recipe in fixed_recipes(set_up.capabilities, set_up.profile) {
             let case = match recipe.case() {
-                Ok(case) if set_up.capabilities.admits(&case) => {
-                    held_recipes.push(recipe.clone());
-                    case
-                }
+                Ok(case) if set_up.capabilities.admits(&case) => case,
                 Ok(_) => continue,
                 Err(error) => {
                     rows.push(CaseRecord::new(
@@ -353,13 +348,7 @@ impl ProviderSuite {
                 }
             };
             let head = self.case_head(name, &label, &case);
-            let run = run_case(
-                &mut set_up.watchdog,
-                &set_up.route,
-                &case,
-                JudgedAs::Inside,
-                None,
-            );
+            let run = pass.run(&mut set_up.watchdog, &set_up.route, &recipe, &case);
             rows.push(
                 self.case_record(
                     &case,
@@ -371,33 +360,18 @@ impl ProviderSuite {
                 )
                 .with_replay(&recipe),
             );
-            state.after_fixed(&mut set_up.watchdog, &set_up.route, &recipe);
         }
         let head = self.head(name, label);
-        rows.extend(
-            state
-                .finish(&mut set_up.watchdog, &set_up.route, name, &head)
-                .into_iter()
-                .map(|record| {
-                    let mut record = self.in_level_record(record);
-                    record
-                        .outcome
-                        .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
-                    record
-                }),
-        );
-        if self.level.includes(Rule::OutputStable) {
-            rows.extend(
-                held_pass(
-                    &mut set_up.watchdog,
-                    &set_up.route,
-                    &held_recipes,
-                    name,
-                    &head,
-                )
-                .map(|record| self.in_level_record(record)),
-            );
-        }
+        let hold = self.level.includes(Rule::OutputStable);
+        let end = pass.finish(&mut set_up.watchdog, &set_up.route, name, &head, hold);
+        rows.extend(end.state.into_iter().map(|record| {
+            let mut record = self.in_level_record(record);
+            record
+                .outcome
+                .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
+            record
+        }));
+        rows.extend(end.held.into_iter().map(|record| self.in_level_record(record)));
         rows
     }
 

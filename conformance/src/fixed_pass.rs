@@ -1,0 +1,68 @@
+//! The fixed pass of one route, the one way every driver (a
+//! `ProviderSuite`'s route, the CLI's fixed suite) runs its fixed cases:
+//! each case judged inside the capabilities, its twins right after it
+//! (what a provider kept from one call must not answer the next), then one
+//! state record per dtype and, where asked, the pass that holds the
+//! outputs as a caller holds them. The drivers differ only in how they
+//! name and filter the records.
+
+use tenferro_transfer_harness::strategy::Recipe;
+use tenferro_transfer_harness::{Case, Route, Watchdog};
+
+use crate::held::held_pass;
+use crate::record::CaseRecord;
+use crate::report::RowHead;
+use crate::runner::{CaseRun, JudgedAs, run_case};
+use crate::sequences::StatePass;
+
+/// What one route's fixed cases left behind: their twins' state, and the
+/// recipes the held pass runs again.
+#[derive(Default)]
+pub(crate) struct FixedPass {
+    state: StatePass,
+    held: Vec<Recipe>,
+}
+
+/// The records a fixed pass ends with, after its cases' own.
+pub(crate) struct FixedPassEnd {
+    /// One record per dtype: its twins and its run of mixed sizes.
+    pub(crate) state: Vec<CaseRecord>,
+    /// The held pass's two records, or none where it was not asked for.
+    pub(crate) held: Vec<CaseRecord>,
+}
+
+impl FixedPass {
+    /// Run `case`, the fixed case of `recipe`, on `watchdog`, judged inside
+    /// the capabilities; then its twins. The run is the caller's to record.
+    pub(crate) fn run(
+        &mut self,
+        watchdog: &mut Watchdog,
+        route: &Route,
+        recipe: &Recipe,
+        case: &Case,
+    ) -> CaseRun {
+        let run = run_case(watchdog, route, case, JudgedAs::Inside, None);
+        self.state.after_fixed(watchdog, route, recipe);
+        self.held.push(recipe.clone());
+        run
+    }
+
+    /// The state records (`name`, `head`), then, with `hold`, the held
+    /// pass over every case that ran.
+    pub(crate) fn finish(
+        self,
+        watchdog: &mut Watchdog,
+        route: &Route,
+        name: &str,
+        head: &RowHead,
+        hold: bool,
+    ) -> FixedPassEnd {
+        let state = self.state.finish(watchdog, route, name, head);
+        let held = if hold {
+            held_pass(watchdog, route, &self.held, name, head).into()
+        } else {
+            Vec::new()
+        };
+        FixedPassEnd { state, held }
+    }
+}
