@@ -17,8 +17,8 @@ use tenferro_transfer_harness::{
 };
 
 use super::{DeclaredRoute, ProviderSuite, RouteRun};
-use crate::generated::{GeneratedOptions, drawn_seed};
 use crate::fixed_pass::FixedPass;
+use crate::generated::{GeneratedOptions, drawn_seed};
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, into_record, run_case};
@@ -371,7 +371,11 @@ impl ProviderSuite {
                 .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
             record
         }));
-        rows.extend(end.held.into_iter().map(|record| self.in_level_record(record)));
+        rows.extend(
+            end.held
+                .into_iter()
+                .map(|record| self.in_level_record(record)),
+        );
         rows
     }
 
