@@ -264,14 +264,12 @@ impl ProviderSuite {
     /// Never panics: a route, provider or case that cannot be set up is a
     /// failed `setup` row, a provider's panic or hang a violation.
     pub fn run(&self) -> Report {
-        match Settings::current() {
-            Ok(settings) => match &settings.replay {
-                Some(json) => self.replay(json),
-                None => self.run_routes(None),
-            },
-            // Every route's rule tests fail, naming the setting.
-            Err(error) => self.run_routes(Some(Err(error))),
-        }
+        // Read once; every route's rule tests fail on settings the suite
+        // does not know, naming the setting.
+        self.run_routes(
+            Settings::current()
+                .map(|settings| self.run_settings(settings, settings.replay.as_deref())),
+        )
     }
 
     /// Run only the case of `recipe` (one line of JSON, as a failure
@@ -291,7 +289,9 @@ impl ProviderSuite {
     /// assert_eq!((report.summary().passed, report.summary().failed), (1, 0));
     /// ```
     pub fn replay(&self, recipe: &str) -> Report {
-        self.run_routes(Some(Ok(recipe)))
+        self.run_routes(
+            Settings::current().map(|settings| self.run_settings(settings, Some(recipe))),
+        )
     }
 
     /// The verdict of `rule` on the route called `route` in `report` (a

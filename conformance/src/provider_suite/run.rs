@@ -18,7 +18,7 @@ use tenferro_transfer_harness::{
 
 use super::{DeclaredRoute, ProviderSuite, RouteRun};
 use crate::fixed_pass::FixedPass;
-use crate::generated::{GeneratedOptions, drawn_seed};
+use crate::generated::drawn_seed;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
 use crate::runner::{CaseRun, JudgedAs, into_record, run_case};
@@ -47,10 +47,23 @@ struct RouteSetup<'s> {
     honesty_unchecked: String,
 }
 
+/// What a run of the suite takes from the settings, read once at its
+/// start and passed down to every route.
+pub(super) struct RunSettings<'s> {
+    /// The profile in force: the settings', else the declared one.
+    pub(super) profile: Profile,
+    /// The seed in force, where one is set: the settings', else the
+    /// declared one. Without one, each route draws its own.
+    pub(super) seed: Option<u64>,
+    /// The recipe to replay instead of the whole run.
+    pub(super) replay: Option<&'s str>,
+}
+
 impl ProviderSuite {
-    /// Run every declared route; with `replay`, only that recipe (or, for
-    /// settings the suite does not know, a failed setup of every route).
-    pub(super) fn run_routes(&self, replay: Option<Result<&str, SettingsError>>) -> Report {
+    /// Run every declared route as `settings` say (read once, at the start
+    /// of the run); settings the suite does not know fail the setup of
+    /// every route, naming the setting.
+    pub(super) fn run_routes(&self, settings: Result<RunSettings<'_>, SettingsError>) -> Report {
         let mut records = Vec::new();
         if self.routes.is_empty() {
             records.push(self.setup_record(
@@ -66,19 +79,18 @@ impl ProviderSuite {
             for error in &self.declaration_errors {
                 records.push(self.setup_record(&declared.name, String::new(), error.clone()));
             }
-            let route_records = catch_unwind(AssertUnwindSafe(|| {
-                self.run_route(declared, replay.clone())
-            }))
-            .unwrap_or_else(|payload| {
-                vec![self.setup_record(
-                    &declared.name,
-                    String::new(),
-                    format!(
-                        "the suite itself panicked (a harness bug; please report it): {}",
-                        panic_message(payload.as_ref())
-                    ),
-                )]
-            });
+            let route_records =
+                catch_unwind(AssertUnwindSafe(|| self.run_route(declared, &settings)))
+                    .unwrap_or_else(|payload| {
+                        vec![self.setup_record(
+                            &declared.name,
+                            String::new(),
+                            format!(
+                                "the suite itself panicked (a harness bug; please report it): {}",
+                                panic_message(payload.as_ref())
+                            ),
+                        )]
+                    });
             records.extend(route_records);
         }
         Report::from_records(records)
@@ -118,9 +130,18 @@ impl ProviderSuite {
         }
     }
 
-    /// The profile in force: the settings', else the declared one.
-    pub(super) fn profile_in_force(&self) -> Result<Profile, HarnessError> {
-        Ok(Settings::current()?.profile.unwrap_or(self.profile))
+    /// What a run takes from `settings`: the profile and seed in force
+    /// (the settings', else the declared ones) and the recipe to replay.
+    pub(super) fn run_settings<'s>(
+        &self,
+        settings: &Settings,
+        replay: Option<&'s str>,
+    ) -> RunSettings<'s> {
+        RunSettings {
+            profile: settings.profile.unwrap_or(self.profile),
+            seed: settings.seed.or(self.seed),
+            replay,
+        }
     }
 
     /// One route's run, phase by phase: set up (route, provider, watchdog,
@@ -131,34 +152,23 @@ impl ProviderSuite {
     fn run_route(
         &self,
         declared: &DeclaredRoute,
-        replay: Option<Result<&str, SettingsError>>,
+        settings: &Result<RunSettings<'_>, SettingsError>,
     ) -> Vec<CaseRecord> {
         let name = declared.name.as_str();
-        let replay = match replay {
-            Some(Err(error)) => {
+        let settings = match settings {
+            Ok(settings) => settings,
+            Err(error) => {
                 return vec![self.setup_record(name, String::new(), error.to_string())];
             }
-            Some(Ok(json)) => Some(json),
-            None => None,
         };
-        let mut set_up = match self.set_up_route(declared) {
+        let mut set_up = match self.set_up_route(declared, settings.profile) {
             Ok(set_up) => set_up,
             Err(record) => return vec![*record],
         };
-        if let Some(json) = replay {
+        if let Some(json) = settings.replay {
             return vec![self.replayed_row(&mut set_up, json)];
         }
-        let seed = match (GeneratedOptions {
-            seed: self.seed,
-            ..GeneratedOptions::new(set_up.profile)
-        })
-        .with_env_seed()
-        {
-            Ok(options) => options.seed.unwrap_or_else(drawn_seed),
-            Err(error) => {
-                return vec![self.setup_record(name, set_up.label, describe_error(&error))];
-            }
-        };
+        let seed = settings.seed.unwrap_or_else(drawn_seed);
         let mut rows = self.fixed_rows(&mut set_up);
         let run = RouteRun {
             name,
@@ -182,6 +192,7 @@ impl ProviderSuite {
     fn set_up_route<'s>(
         &'s self,
         declared: &'s DeclaredRoute,
+        profile: Profile,
     ) -> Result<RouteSetup<'s>, Box<CaseRecord>> {
         let name = declared.name.as_str();
         let setup =
@@ -214,9 +225,6 @@ impl ProviderSuite {
                 ));
             }
         };
-        let profile = self
-            .profile_in_force()
-            .map_err(|error| setup(label.clone(), describe_error(&error)))?;
         let deadline = RouteDeadline::new(self.deadline);
         let watchdog = Watchdog::new(route.clone(), Arc::clone(&provider), deadline.clone())
             .map_err(|error| {
