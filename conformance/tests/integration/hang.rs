@@ -92,7 +92,7 @@ fn a_hang_costs_one_deadline_per_route() {
 }
 
 /// The measurement: the default deadline (60 s). Run with
-/// `cargo test -p tenferro-transfer-conformance --test hang -- --ignored --nocapture`.
+/// `cargo test -p tenferro-transfer-conformance --test integration hang:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "waits out the 60 s default deadline once; run by hand to measure"]
 fn a_hang_costs_one_default_deadline() {
