@@ -65,7 +65,8 @@ impl BuiltinProvider {
         let builtin = *self;
         crate::ProviderSuite::new(self.name, crate::Level::V1).route(
             &self.name.replace('-', "_"),
-            move || builtin.route(),
+            // Ungated: the suite gates every declared route, once.
+            move || (builtin.route)(),
             move |route| builtin.provider(route).map_err(Into::into),
         )
     }
