@@ -3,8 +3,8 @@
 //! each case judged inside the capabilities, its twins right after it
 //! (what a provider kept from one call must not answer the next), then one
 //! state record per dtype and, where asked, the pass that holds the
-//! outputs as a caller holds them. The drivers differ only in how they
-//! name and filter the records.
+//! outputs as a caller holds them. The drivers differ only in the cases
+//! they give it, how they head the records, and which rules they keep.
 
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{Case, Route, Watchdog};
