@@ -16,6 +16,7 @@ mod builtin_suites;
 mod capabilities;
 mod edges;
 mod failure_invariant;
+mod generated_values;
 mod hang;
 mod hostile_outputs;
 mod plain_host;

@@ -129,7 +129,7 @@ mod tests {
         let mut views = 0;
         for seed in 0..2000_u64 {
             let bytes: Vec<u8> = (0..96_u64)
-                .map(|i| (crate::values::case::mix(seed * 131 + i) & 0xff) as u8)
+                .map(|i| (crate::values::patterns::mix(seed * 131 + i) & 0xff) as u8)
                 .collect();
             let recipe = Recipe::arbitrary(&mut Unstructured::new(&bytes)).unwrap();
             let case = recipe.case().unwrap();

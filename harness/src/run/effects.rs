@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::values::compared::compare_as_read;
+use crate::values::compared::{Reference, ReferenceView, compare_with};
 use crate::{Case, Compared, Element, Layout, with_element};
 use tenferro_tensor::{HostAccessError, StorageBuffer, Tensor, TensorRead};
 
@@ -77,11 +77,21 @@ impl InputBefore {
         }
     }
 
+    /// [`InputBefore::reference`] as the harness compares with it: a
+    /// generated case's values are not made whole.
+    pub(crate) fn reference_view<'a>(&'a self, case: &'a Case) -> Option<ReferenceView<'a>> {
+        match self {
+            InputBefore::CaseValues => Some(case.expected()),
+            InputBefore::Bytes(bytes) => Some(ReferenceView::Bytes(bytes)),
+            InputBefore::Failed { .. } | InputBefore::NotReadable { .. } => None,
+        }
+    }
+
     /// [`InputBefore::reference`], shared rather than borrowed.
-    pub(crate) fn shared_reference(&self, case: &Case) -> Option<Arc<[u8]>> {
+    pub(crate) fn shared_reference(&self, case: &Case) -> Option<Reference> {
         match self {
             InputBefore::CaseValues => Some(case.shared_values()),
-            InputBefore::Bytes(bytes) => Some(Arc::clone(bytes)),
+            InputBefore::Bytes(bytes) => Some(Reference::Held(Arc::clone(bytes))),
             InputBefore::Failed { .. } | InputBefore::NotReadable { .. } => None,
         }
     }
@@ -100,9 +110,9 @@ impl From<ReadBack> for Compared {
 
 impl Compared {
     /// A whole read (an adapter's `read_back`) compared with `reference`.
-    pub(crate) fn of(read: ReadBack, reference: &[u8]) -> Self {
+    pub(crate) fn of(read: ReadBack, reference: ReferenceView<'_>) -> Self {
         match read {
-            ReadBack::Bytes(bytes) if bytes == reference => Compared::Same,
+            ReadBack::Bytes(bytes) if reference.equals(&bytes) => Compared::Same,
             ReadBack::Bytes(bytes) => Compared::Image(bytes),
             ReadBack::Failed { reason } => Compared::Failed { reason },
             ReadBack::NotReadable { reason } => Compared::NotReadable { reason },
@@ -164,14 +174,14 @@ pub(crate) fn read_backing(source: &Endpoint, input: &TensorRead<'_>) -> ReadBac
 pub(crate) fn reread_backing(
     source: &Endpoint,
     input: &TensorRead<'_>,
-    reference: &[u8],
+    reference: ReferenceView<'_>,
 ) -> Compared {
     if let TensorRead::Tensor(tensor) = input
         && let Some(read) = source.adapter().read_back(tensor)
     {
         return Compared::of(read, reference);
     }
-    with_element!(input.dtype(), T => visit_backing::<T, _>(source, input, |values| compare_as_read::<T>(values, reference))
+    with_element!(input.dtype(), T => visit_backing::<T, _>(source, input, |values| compare_with::<T>(values, reference))
         .unwrap_or_else(|unread| Compared::of(unread, reference)), external => Compared::NotReadable {
         reason: "external dtypes have no byte image".to_owned(),
     })
@@ -229,7 +239,7 @@ fn visit_backing<T: Element, R>(
 /// copy when it holds them; a view's backing (its gaps included) is kept.
 pub(crate) fn read_before(source: &Endpoint, input: &TensorRead<'_>, case: &Case) -> InputBefore {
     if matches!(case.layout(), Layout::Owned) {
-        return match reread_backing(source, input, case.values()) {
+        return match reread_backing(source, input, case.expected()) {
             Compared::Same => InputBefore::CaseValues,
             Compared::Image(bytes) => InputBefore::Bytes(bytes.into()),
             Compared::Failed { reason } => InputBefore::Failed { reason },
@@ -261,7 +271,11 @@ fn refused(source: &Endpoint, error: &HostAccessError) -> ReadBack {
 /// what it held when it was returned, as it is read: through the
 /// destination's adapter where it reads the tensor back, else from its
 /// mapped buffer.
-pub(crate) fn reread_output(destination: &Endpoint, tensor: &Tensor, bytes: &[u8]) -> Compared {
+pub(crate) fn reread_output(
+    destination: &Endpoint,
+    tensor: &Tensor,
+    bytes: ReferenceView<'_>,
+) -> Compared {
     if let Some(read) = destination.adapter().read_back(tensor) {
         return Compared::of(read, bytes);
     }

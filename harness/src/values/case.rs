@@ -1,5 +1,6 @@
 //! `Case`: one tensor to transfer: dtype, shape, layout and values.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::{Element, element_width};
@@ -7,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use tenferro_tensor::{Complex, DType};
 
 use crate::HarnessError;
+use crate::values::compared::{Reference, ReferenceView};
+use crate::values::generated::{GENERATED_AT_ONCE, Generated};
+use crate::values::patterns::pattern_bytes;
 
 /// One axis of a strided view: the backing coordinate of its first element,
 /// the step between elements (negative walks backwards) and its extent.
@@ -179,14 +183,35 @@ pub enum Layout {
 /// assert_eq!(case.len(), 2);
 /// assert_eq!(case.layout(), &Layout::Owned);
 /// ```
-#[derive(Clone, Debug, Eq, Hash, PartialEq)]
+#[derive(Clone, Debug, Eq, PartialEq)]
 pub struct Case {
     dtype: DType,
     shape: Vec<usize>,
     layout: Layout,
     /// Shared, not copied, between a case's clones: the rig's worker, the
-    /// recent inputs and the suite's records hold the same bytes.
-    values: Arc<[u8]>,
+    /// recent inputs and the suite's records hold the same bytes. A large
+    /// generated case holds none: its values are made from its seed where
+    /// a read is compared with them.
+    values: Reference,
+}
+
+impl std::hash::Hash for Case {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.dtype.hash(state);
+        self.shape.hash(state);
+        self.layout.hash(state);
+        // The same calls whether the values are held or generated, as
+        // `Eq` compares their bytes either way.
+        let expected = self.expected();
+        let chunk = GENERATED_AT_ONCE * element_width(self.dtype).unwrap_or(1);
+        state.write_usize(expected.byte_len());
+        match expected {
+            ReferenceView::Bytes(bytes) => bytes.chunks(chunk).for_each(|part| state.write(part)),
+            ReferenceView::Generated(generated) => {
+                generated.for_each_chunk(|part| state.write(part));
+            }
+        }
+    }
 }
 
 impl Case {
@@ -204,19 +229,11 @@ impl Case {
         values: Vec<u8>,
     ) -> Result<Self, HarnessError> {
         let invalid = |reason: String| HarnessError::InvalidCase { reason };
-        let width = element_width(dtype).ok_or_else(|| {
-            invalid(format!(
-                "dtype {dtype:?} is not one of the seven preset dtypes"
-            ))
-        })?;
-        let count = shape
-            .iter()
-            .try_fold(1_usize, |count, &extent| count.checked_mul(extent))
-            .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
-        if values.len() != count * width {
+        let bytes = Self::byte_len(dtype, &shape)?;
+        if values.len() != bytes {
             return Err(invalid(format!(
-                "shape {shape:?} holds {count} elements ({} bytes) but {} bytes were given",
-                count * width,
+                "shape {shape:?} holds {} elements ({bytes} bytes) but {} bytes were given",
+                bytes / element_width(dtype).unwrap_or(1),
                 values.len()
             )));
         }
@@ -229,7 +246,60 @@ impl Case {
                 "Bool element {index} is the byte {byte:#04x}, but a bool is 0x00 or 0x01"
             )));
         }
-        if let Layout::View(spec) = &layout {
+        Self::check_layout(&shape, &layout)?;
+        Ok(Self {
+            dtype,
+            shape,
+            layout,
+            values: Reference::Held(values.into()),
+        })
+    }
+
+    /// A case whose values are generated from `generated` where they are
+    /// compared, not held: `shape` and `layout` are checked as
+    /// [`Case::new`] checks them.
+    pub(crate) fn generated(
+        shape: Vec<usize>,
+        layout: Layout,
+        generated: Generated,
+    ) -> Result<Self, HarnessError> {
+        let dtype = generated.dtype();
+        let bytes = Self::byte_len(dtype, &shape)?;
+        if bytes != generated.byte_len() {
+            return Err(HarnessError::InvalidCase {
+                reason: format!(
+                    "shape {shape:?} holds {bytes} bytes but {} were generated",
+                    generated.byte_len()
+                ),
+            });
+        }
+        Self::check_layout(&shape, &layout)?;
+        Ok(Self {
+            dtype,
+            shape,
+            layout,
+            values: Reference::Generated(Arc::new(generated)),
+        })
+    }
+
+    /// The bytes `shape` holds of `dtype`, or why it holds none.
+    fn byte_len(dtype: DType, shape: &[usize]) -> Result<usize, HarnessError> {
+        let invalid = |reason: String| HarnessError::InvalidCase { reason };
+        let width = element_width(dtype).ok_or_else(|| {
+            invalid(format!(
+                "dtype {dtype:?} is not one of the seven preset dtypes"
+            ))
+        })?;
+        shape
+            .iter()
+            .try_fold(width, |bytes, &extent| bytes.checked_mul(extent))
+            .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))
+    }
+
+    /// Whether a view fits its backing tensor and has the case's shape.
+    fn check_layout(shape: &[usize], layout: &Layout) -> Result<(), HarnessError> {
+        let invalid = |reason: String| HarnessError::InvalidCase { reason };
+        if let Layout::View(spec) = layout {
             spec.validate().map_err(invalid)?;
             let backing = spec
                 .backing_shape
@@ -248,12 +318,7 @@ impl Case {
                 )));
             }
         }
-        Ok(Self {
-            dtype,
-            shape,
-            layout,
-            values: values.into(),
-        })
+        Ok(())
     }
 
     /// An owned case from typed values.
@@ -305,13 +370,59 @@ impl Case {
     }
 
     /// Little-endian images of the logical elements, column-major.
+    ///
+    /// A large generated case ([`Recipe::case`](crate::strategy::Recipe::case))
+    /// makes them here the first time they are asked for and keeps them;
+    /// the harness itself compares a chunk at a time and never asks.
     pub fn values(&self) -> &[u8] {
-        &self.values
+        self.expected().bytes()
+    }
+
+    /// The values a chunk of whole elements at a time, in order: borrowed
+    /// where the case holds them, made chunk by chunk where a large
+    /// generated case does not, so that looking through them never holds
+    /// the whole image.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::Case;
+    ///
+    /// let case = Case::from_values(vec![3], vec![1.0_f32, -0.0, 2.5]).unwrap();
+    /// let bytes: Vec<u8> = case.value_chunks().flat_map(|chunk| chunk.to_vec()).collect();
+    /// assert_eq!(bytes, case.values());
+    /// ```
+    pub fn value_chunks(&self) -> impl Iterator<Item = Cow<'_, [u8]>> + '_ {
+        let width = element_width(self.dtype).unwrap_or(1);
+        let chunk = GENERATED_AT_ONCE * width;
+        let (held, generated) = match self.expected() {
+            ReferenceView::Bytes(bytes) => (Some(bytes), None),
+            ReferenceView::Generated(generated) => (None, Some(generated)),
+        };
+        let held = held
+            .into_iter()
+            .flat_map(move |bytes| bytes.chunks(chunk).map(Cow::Borrowed));
+        let made = generated.into_iter().flat_map(move |generated| {
+            (0..generated.byte_len() / width)
+                .step_by(GENERATED_AT_ONCE)
+                .map(move |first| {
+                    let mut part = Vec::with_capacity(chunk);
+                    generated.fill(first, GENERATED_AT_ONCE, &mut part);
+                    Cow::Owned(part)
+                })
+        });
+        held.chain(made)
+    }
+
+    /// What a read of the values is compared with: held, or generated a
+    /// chunk at a time.
+    pub(crate) fn expected(&self) -> ReferenceView<'_> {
+        self.values.expected()
     }
 
     /// The values, shared with the case rather than copied.
-    pub(crate) fn shared_values(&self) -> Arc<[u8]> {
-        Arc::clone(&self.values)
+    pub(crate) fn shared_values(&self) -> Reference {
+        self.values.clone()
     }
 
     /// Number of logical elements.
@@ -326,7 +437,15 @@ impl Case {
 
     /// The logical values decoded as `T`.
     pub fn typed_values<T: Element>(&self) -> Vec<T> {
-        T::from_bytes(&self.values)
+        match self.expected() {
+            ReferenceView::Bytes(bytes) => T::from_bytes(bytes),
+            // A chunk at a time: the image is never made whole.
+            ReferenceView::Generated(generated) => {
+                let mut values = Vec::with_capacity(self.len());
+                generated.for_each_chunk(|chunk| values.extend(T::from_bytes(chunk)));
+                values
+            }
+        }
     }
 
     /// The backing buffer of a view case: the logical values at their
@@ -405,102 +524,6 @@ impl Filler for Complex<f32> {
 }
 impl Filler for Complex<f64> {
     const FILLER: Self = Complex::new(f64::FILLER, f64::FILLER);
-}
-
-pub(crate) const F32_SPECIALS: [u32; 10] = [
-    0x3fc0_0000, // 1.5
-    0x7fc0_1234, // quiet NaN with payload
-    0x8000_0000, // -0.0
-    0x0000_0001, // smallest subnormal
-    0x7f80_0000, // +inf
-    0xff80_0000, // -inf
-    0x7fa0_0001, // signalling NaN
-    0x7f7f_ffff, // MAX
-    0xff7f_ffff, // MIN
-    0x807f_ffff, // largest negative subnormal
-];
-pub(crate) const F64_SPECIALS: [u64; 10] = [
-    0x3ff8_0000_0000_0000,
-    0x7ff8_0000_dead_beef,
-    0x8000_0000_0000_0000,
-    0x0000_0000_0000_0001,
-    0x7ff0_0000_0000_0000,
-    0xfff0_0000_0000_0000,
-    0x7ff4_0000_0000_0001,
-    0x7fef_ffff_ffff_ffff,
-    0xffef_ffff_ffff_ffff,
-    0x800f_ffff_ffff_ffff,
-];
-
-/// A cheap, well-mixed 64-bit hash of an index (splitmix64).
-pub(crate) fn mix(index: u64) -> u64 {
-    let mut z = index.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Element `i` of the pattern: a special value every other element,
-/// position-dependent bits in between.
-fn pattern_bytes(dtype: DType, count: usize) -> Option<Vec<u8>> {
-    let width = element_width(dtype)?;
-    let mut out = Vec::with_capacity(count * width);
-    for i in 0..count {
-        let bits = mix(i as u64);
-        let special = (i % 2 == 0).then_some(i / 2);
-        match dtype {
-            DType::F32 => out.extend_from_slice(&f32_bits(special, bits).to_le_bytes()),
-            DType::F64 => out.extend_from_slice(&f64_bits(special, bits).to_le_bytes()),
-            DType::I32 => {
-                let value = match special.map(|k| k % 4) {
-                    Some(0) => 7,
-                    Some(1) => i32::MIN,
-                    Some(2) => i32::MAX,
-                    Some(_) => -1,
-                    None => bits as i32,
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            DType::I64 => {
-                let value = match special.map(|k| k % 4) {
-                    Some(0) => 7,
-                    Some(1) => i64::MIN,
-                    Some(2) => i64::MAX,
-                    Some(_) => -1,
-                    None => bits as i64,
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            // Index 0 is false so it differs from the backing filler.
-            DType::Bool => out.push(u8::from(i % 3 == 1)),
-            DType::C32 => {
-                out.extend_from_slice(&f32_bits(special, bits).to_le_bytes());
-                out.extend_from_slice(&f32_bits(special.map(|k| k + 3), bits >> 32).to_le_bytes());
-            }
-            DType::C64 => {
-                out.extend_from_slice(&f64_bits(special, bits).to_le_bytes());
-                out.extend_from_slice(
-                    &f64_bits(special.map(|k| k + 3), bits.rotate_left(17)).to_le_bytes(),
-                );
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
-fn f32_bits(special: Option<usize>, bits: u64) -> u32 {
-    match special {
-        Some(k) => F32_SPECIALS[k % F32_SPECIALS.len()],
-        None => bits as u32,
-    }
-}
-
-fn f64_bits(special: Option<usize>, bits: u64) -> u64 {
-    match special {
-        Some(k) => F64_SPECIALS[k % F64_SPECIALS.len()],
-        None => bits,
-    }
 }
 
 #[cfg(test)]

@@ -51,12 +51,12 @@ pub fn read_view<T: Element>(view: &TypedTensorView<'_, T>) -> Result<Vec<T>> {
 /// As [`read_compact`].
 pub(crate) fn compare_compact<T: Element>(
     input: &TensorRead<'_>,
-    expected: &[u8],
+    expected: crate::values::compared::ReferenceView<'_>,
 ) -> Result<crate::Compared> {
     let view = T::typed_view(input.clone().tensor_view())
         .ok_or_else(|| Error::dtype_mismatch("read_compact", T::DTYPE, input.dtype()))?;
     visit_view(&view, |values| {
-        crate::values::compared::compare_as_read::<T>(values, expected)
+        crate::values::compared::compare_with::<T>(values, expected)
     })
 }
 
@@ -223,13 +223,13 @@ mod tests {
             let read = TensorRead::from_view(TensorView::F64(view));
             let compact = bytes_of(&read_compact::<f64>(&read).unwrap());
             assert_eq!(
-                compare_compact::<f64>(&read, &compact).unwrap(),
+                compare_compact::<f64>(&read, compact.as_slice().into()).unwrap(),
                 crate::Compared::Same
             );
             let mut other = compact.clone();
             other.push(0);
             assert_eq!(
-                compare_compact::<f64>(&read, &other).unwrap(),
+                compare_compact::<f64>(&read, other.as_slice().into()).unwrap(),
                 crate::Compared::Image(compact)
             );
         }

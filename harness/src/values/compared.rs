@@ -2,7 +2,95 @@
 //! the call, an output) is compared chunk by chunk with the bytes it must
 //! hold, and keeps an image of itself only where it differs.
 
+use std::sync::Arc;
+
 use crate::Element;
+use crate::values::generated::Generated;
+
+/// What a read must hold: bytes in memory, or a generated case's values,
+/// made a chunk at a time as the read is compared with them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ReferenceView<'a> {
+    /// Bytes held.
+    Bytes(&'a [u8]),
+    /// Values made from a seed on demand.
+    Generated(&'a Generated),
+}
+
+impl<'a> ReferenceView<'a> {
+    /// Bytes in the whole image.
+    pub(crate) fn byte_len(self) -> usize {
+        match self {
+            ReferenceView::Bytes(bytes) => bytes.len(),
+            ReferenceView::Generated(generated) => generated.byte_len(),
+        }
+    }
+
+    /// Whether `bytes` are the image from byte `offset` on.
+    pub(crate) fn matches(self, offset: usize, bytes: &[u8], scratch: &mut Vec<u8>) -> bool {
+        match self {
+            ReferenceView::Bytes(held) => held.get(offset..offset + bytes.len()) == Some(bytes),
+            ReferenceView::Generated(generated) => generated.matches(offset, bytes, scratch),
+        }
+    }
+
+    /// Whether `bytes` are the whole image.
+    pub(crate) fn equals(self, bytes: &[u8]) -> bool {
+        bytes.len() == self.byte_len() && self.matches(0, bytes, &mut Vec::new())
+    }
+
+    /// The whole image: for generated values, made once and kept by them,
+    /// so only what a report needs (a difference to show) asks for it.
+    pub(crate) fn bytes(self) -> &'a [u8] {
+        match self {
+            ReferenceView::Bytes(bytes) => bytes,
+            ReferenceView::Generated(generated) => generated.whole(),
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for ReferenceView<'a> {
+    fn from(bytes: &'a [u8]) -> Self {
+        ReferenceView::Bytes(bytes)
+    }
+}
+
+/// [`ReferenceView`] owned and shared: what a read made later (an output the
+/// caller holds, the input after the call) is compared with.
+#[derive(Clone, Debug)]
+pub(crate) enum Reference {
+    /// Bytes held, shared.
+    Held(Arc<[u8]>),
+    /// Values made from a seed on demand, shared.
+    Generated(Arc<Generated>),
+}
+
+impl Reference {
+    /// Borrowed, to compare a read with.
+    pub(crate) fn expected(&self) -> ReferenceView<'_> {
+        match self {
+            Reference::Held(bytes) => ReferenceView::Bytes(bytes),
+            Reference::Generated(generated) => ReferenceView::Generated(generated),
+        }
+    }
+}
+
+impl PartialEq for Reference {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Reference::Held(a), Reference::Held(b)) => a == b,
+            (Reference::Generated(a), Reference::Generated(b)) if a.same_recipe(b) => true,
+            (Reference::Held(bytes), generated) | (generated, Reference::Held(bytes)) => {
+                generated.expected().equals(bytes)
+            }
+            (Reference::Generated(a), Reference::Generated(b)) => {
+                ReferenceView::Generated(a).equals(ReferenceView::Generated(b).bytes())
+            }
+        }
+    }
+}
+
+impl Eq for Reference {}
 
 /// A read compared, as its bytes were read, with what they must be: the
 /// input after the call with what it held before it
@@ -64,18 +152,23 @@ const COMPARED_AT_ONCE: usize = 4096;
 /// assert!(matches!(compare_as_read(&[1.0_f32, 0.0], &expected), Compared::Image(_)));
 /// ```
 pub fn compare_as_read<T: Element>(values: &[T], reference: &[u8]) -> Compared {
+    compare_with(values, ReferenceView::Bytes(reference))
+}
+
+/// [`compare_as_read`] with what the values must be held or generated.
+pub(crate) fn compare_with<T: Element>(values: &[T], expected: ReferenceView<'_>) -> Compared {
     let mut chunk_bytes = Vec::new();
+    let mut scratch = Vec::new();
     let mut offset = 0;
     for chunk in values.chunks(COMPARED_AT_ONCE) {
         chunk_bytes.clear();
         T::extend_bytes(chunk, &mut chunk_bytes);
-        let end = offset + chunk_bytes.len();
-        if reference.get(offset..end) != Some(chunk_bytes.as_slice()) {
+        if !expected.matches(offset, &chunk_bytes, &mut scratch) {
             return changed(values);
         }
-        offset = end;
+        offset += chunk_bytes.len();
     }
-    if offset == reference.len() {
+    if offset == expected.byte_len() {
         Compared::Same
     } else {
         changed(values)

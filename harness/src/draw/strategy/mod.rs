@@ -31,7 +31,7 @@ mod recipe;
 
 pub use crate::draw::capabilities::{Capabilities, Exceeded, ViewKind, ViewKinds};
 use crate::{Layout, ViewAxis, ViewSpec};
-pub use recipe::{Recipe, ValueSource};
+pub use recipe::{HELD_UP_TO_BYTES, Recipe, ValueSource};
 
 pub use crate::settings::{PROFILE_ENV, Profile};
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tenferro_tensor::DType;
 
 use crate::PRESET_DTYPES;
-use crate::values::case::{F32_SPECIALS, F64_SPECIALS, mix};
+use crate::values::generated::{Generated, twin_values};
 use crate::{Case, HarnessError, Layout};
 
 /// A generated case, small enough to print and replay.
@@ -87,20 +87,47 @@ impl Recipe {
     ///
     /// As [`Case::new`], or an unknown dtype.
     pub fn case(&self) -> Result<Case, HarnessError> {
+        let dtype = self.dtype()?;
+        if self.values.is_seeded() {
+            return self.seeded_case(dtype);
+        }
         let case = self.untwinned_case()?;
         match self.twin {
             None => Ok(case),
             Some(seed) => {
                 let mut values = case.values().to_vec();
-                twin_values(case.dtype(), &mut values, seed);
-                Case::new(
-                    case.dtype(),
-                    case.shape().to_vec(),
-                    case.layout().clone(),
-                    values,
-                )
+                twin_values(dtype, &mut values, seed);
+                Case::new(dtype, self.shape.clone(), self.layout.clone(), values)
             }
         }
+    }
+
+    /// The case of seeded values: held up to [`HELD_UP_TO_BYTES`], made
+    /// where they are compared past it.
+    fn seeded_case(&self, dtype: DType) -> Result<Case, HarnessError> {
+        let count = self
+            .shape
+            .iter()
+            .try_fold(1_usize, |count, &extent| count.checked_mul(extent))
+            .ok_or_else(|| HarnessError::InvalidCase {
+                reason: format!("shape {:?} overflows", self.shape),
+            })?;
+        let generated =
+            Generated::seeded(dtype, count, self.seed, self.specials).ok_or_else(|| {
+                HarnessError::InvalidCase {
+                    reason: format!("dtype {dtype:?} is not a preset dtype"),
+                }
+            })?;
+        let generated = match self.twin {
+            Some(seed) => generated.twinned(seed),
+            None => generated,
+        };
+        if generated.byte_len() > HELD_UP_TO_BYTES {
+            return Case::generated(self.shape.clone(), self.layout.clone(), generated);
+        }
+        let mut values = Vec::with_capacity(generated.byte_len());
+        generated.fill(0, count, &mut values);
+        Case::new(dtype, self.shape.clone(), self.layout.clone(), values)
     }
 
     /// Every input of the run: this recipe's case, then those of
@@ -167,19 +194,12 @@ impl Recipe {
         self
     }
 
-    /// The case without the twin's changes.
+    /// The case of the fixed values without the twin's changes; seeded
+    /// values are [`Recipe::seeded_case`]'s, twin and all.
     fn untwinned_case(&self) -> Result<Case, HarnessError> {
         let dtype = self.dtype()?;
         match self.values {
-            ValueSource::Seeded => {
-                let count: usize = self.shape.iter().product();
-                Case::new(
-                    dtype,
-                    self.shape.clone(),
-                    self.layout.clone(),
-                    seeded_values(dtype, count, self.seed, self.specials),
-                )
-            }
+            ValueSource::Seeded => self.seeded_case(dtype),
             ValueSource::Patterned => {
                 Case::patterned(dtype, self.shape.clone(), self.layout.clone())
             }
@@ -231,135 +251,8 @@ impl FromStr for Recipe {
     }
 }
 
-/// Element images: a special value where the seeded hash falls under
-/// `specials`, seeded random bits elsewhere.
-fn seeded_values(dtype: DType, count: usize, seed: u64, specials: u8) -> Vec<u8> {
-    let width = crate::element_width(dtype).unwrap_or(0);
-    let mut out = Vec::with_capacity(count * width);
-    let key = mix(seed);
-    for i in 0..count as u64 {
-        let bits = mix(key ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let special = ((bits & 0xff) as u8) < specials;
-        let pick = (bits >> 8) as usize;
-        let f32_part = |salt: u64| {
-            if special {
-                F32_SPECIALS[(pick + salt as usize) % F32_SPECIALS.len()]
-            } else {
-                (bits >> (16 + salt)) as u32
-            }
-        };
-        let f64_part = |salt: u64| {
-            if special {
-                F64_SPECIALS[(pick + salt as usize) % F64_SPECIALS.len()]
-            } else {
-                mix(bits ^ salt)
-            }
-        };
-        const INT_SPECIALS: [i64; 5] = [0, 1, -1, i64::MIN, i64::MAX];
-        match dtype {
-            DType::F32 => out.extend_from_slice(&f32_part(0).to_le_bytes()),
-            DType::F64 => out.extend_from_slice(&f64_part(0).to_le_bytes()),
-            DType::I32 => {
-                let value = if special {
-                    [0, 1, -1, i32::MIN, i32::MAX][pick % 5]
-                } else {
-                    (bits >> 16) as i32
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            DType::I64 => {
-                let value = if special {
-                    INT_SPECIALS[pick % 5]
-                } else {
-                    mix(bits) as i64
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            DType::Bool => out.push(((bits >> 16) & 1) as u8),
-            DType::C32 => {
-                out.extend_from_slice(&f32_part(0).to_le_bytes());
-                out.extend_from_slice(&f32_part(3).to_le_bytes());
-            }
-            DType::C64 => {
-                out.extend_from_slice(&f64_part(0).to_le_bytes());
-                out.extend_from_slice(&f64_part(3).to_le_bytes());
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// How many elements a twin changes, at most.
-const TWIN_CHANGES: u64 = 3;
-
-/// Change one to three interior elements of `values` (little-endian images
-/// of `dtype`), chosen by `seed`: the first to a special value of the
-/// dtype, the others to seeded bits, each different from what it was. The
-/// first and last elements stay: a cache that samples the ends matches.
-pub(crate) fn twin_values(dtype: DType, values: &mut [u8], seed: u64) {
-    let Some(width) = crate::element_width(dtype) else {
-        return;
-    };
-    let count = values.len() / width;
-    if count == 0 {
-        return;
-    }
-    let key = mix(seed ^ 0x7477_696e);
-    let changes = 1 + key % TWIN_CHANGES;
-    for change in 0..changes {
-        let bits = mix(key.wrapping_add(change + 1));
-        let index = if count > 2 {
-            1 + (bits as usize) % (count - 2)
-        } else {
-            (bits as usize) % count
-        };
-        let element = &mut values[index * width..(index + 1) * width];
-        for attempt in 0..16_u64 {
-            let candidate = twin_element(dtype, mix(bits ^ attempt), change == 0);
-            if candidate.len() == width && candidate != element {
-                element.copy_from_slice(&candidate);
-                break;
-            }
-        }
-    }
-}
-
-/// One element image of `dtype` from `bits`: a special value of the dtype
-/// when `special`, else the bits themselves.
-fn twin_element(dtype: DType, bits: u64, special: bool) -> Vec<u8> {
-    let pick = (bits >> 8) as usize;
-    let f32_part = |salt: usize| -> [u8; 4] {
-        if special {
-            F32_SPECIALS[(pick + salt) % F32_SPECIALS.len()].to_le_bytes()
-        } else {
-            ((bits >> (16 + salt)) as u32).to_le_bytes()
-        }
-    };
-    let f64_part = |salt: usize| -> [u8; 8] {
-        if special {
-            F64_SPECIALS[(pick + salt) % F64_SPECIALS.len()].to_le_bytes()
-        } else {
-            mix(bits ^ salt as u64).to_le_bytes()
-        }
-    };
-    let int = |specials: &[i64]| -> i64 {
-        if special {
-            specials[pick % specials.len()]
-        } else {
-            mix(bits) as i64
-        }
-    };
-    match dtype {
-        DType::F32 => f32_part(0).to_vec(),
-        DType::F64 => f64_part(0).to_vec(),
-        DType::I32 => (int(&[0, 1, -1, i64::from(i32::MIN), i64::from(i32::MAX)]) as i32)
-            .to_le_bytes()
-            .to_vec(),
-        DType::I64 => int(&[0, 1, -1, i64::MIN, i64::MAX]).to_le_bytes().to_vec(),
-        DType::Bool => vec![(bits & 1) as u8],
-        DType::C32 => [f32_part(0), f32_part(3)].concat(),
-        DType::C64 => [f64_part(0), f64_part(3)].concat(),
-        _ => Vec::new(),
-    }
-}
+/// The largest seeded case whose values are held (1 MiB): a larger one
+/// makes them from its seed, a chunk at a time, wherever a read is compared
+/// with them, so it costs no memory beyond the tensors it is staged in.
+/// Below it, comparing with bytes held is the faster.
+pub const HELD_UP_TO_BYTES: usize = 1 << 20;

@@ -4,6 +4,7 @@
 //! caller holds unchanged).
 
 use crate::judge::judgement::Judgement;
+use crate::values::compared::ReferenceView;
 use crate::values::image_diff::compare_images;
 use crate::{Case, LeakCheck, Rule};
 
@@ -64,7 +65,7 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
                 &format!("the input could not be read before the call: {reason}"),
             );
         }
-        before => before.reference(case).unwrap_or_default(),
+        before => before.reference_view(case),
     };
     let backing: Vec<usize> = match case.layout() {
         crate::Layout::View(view) => view.backing_shape.clone(),
@@ -80,6 +81,8 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
             crate::Compared::Same => compared = true,
             crate::Compared::Image(after) => {
                 compared = true;
+                // Made whole only here, where a difference is to be shown.
+                let before = before.map(ReferenceView::bytes).unwrap_or_default();
                 if let Some(difference) = compare_images(case.dtype(), &backing, before, after) {
                     judgement.violate(
                         Rule::InputIntact,

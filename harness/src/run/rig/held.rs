@@ -8,9 +8,8 @@ use std::collections::VecDeque;
 
 use tenferro_tensor::{DType, Tensor};
 
-use std::sync::Arc;
-
 use crate::run::effects::reread_output;
+use crate::values::compared::Reference;
 use crate::values::image_diff::compare_images;
 use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, SpyRecord};
 use crate::{Compared, Endpoint};
@@ -28,7 +27,7 @@ struct Held {
     shape: Vec<usize>,
     len: usize,
     output: Tensor,
-    bytes: Arc<[u8]>,
+    bytes: Reference,
 }
 
 /// The runtime outputs a rig holds across runs, oldest first.
@@ -49,9 +48,11 @@ impl HeldAcrossRuns {
         let mut seen = HeldOutputs::default();
         for held in &self.held {
             seen.reread += 1;
-            let difference = match reread_output(destination, &held.output, &held.bytes) {
+            let difference = match reread_output(destination, &held.output, held.bytes.expected()) {
                 Compared::Same => None,
-                Compared::Image(now) => compare_images(held.dtype, &held.shape, &held.bytes, &now),
+                Compared::Image(now) => {
+                    compare_images(held.dtype, &held.shape, held.bytes.expected().bytes(), &now)
+                }
                 Compared::Failed { reason } | Compared::NotReadable { reason } => {
                     Some(format!("it could not be read again: {reason}"))
                 }
@@ -71,7 +72,7 @@ impl HeldAcrossRuns {
     /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
     /// oldest beyond the most recent but never the latest of a dtype and
     /// length.
-    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Arc<[u8]>) {
+    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Reference) {
         let key = (case.dtype(), case.len());
         // The previous output of the same size is kept whatever its age;
         // so are the most recent ones.

@@ -24,6 +24,7 @@ use crate::device::stage::with_inputs;
 use crate::run::accounting::Sample;
 use crate::run::effects::{InputBefore, read_before, reread_backing};
 use crate::run::spy::Expected;
+use crate::values::compared::Reference;
 use crate::{
     Case, HarnessError, HeldOutputs, InputReads, LeakCheck, Outcome, ProviderResult, Route,
     RuntimeOutput, RuntimeVerdict, Spy, SpyRecord,
@@ -352,7 +353,10 @@ impl Rig {
             for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
                 match &seen.bytes {
                     Compared::Same => self.held.hold(case, output, case.shared_values()),
-                    Compared::Image(bytes) => self.held.hold(case, output, bytes.as_slice().into()),
+                    Compared::Image(bytes) => {
+                        self.held
+                            .hold(case, output, Reference::Held(bytes.as_slice().into()));
+                    }
                     Compared::Failed { .. } | Compared::NotReadable { .. } => {}
                 }
             }
@@ -450,7 +454,7 @@ impl Rig {
                     .zip(inputs.iter().zip(cases))
                     .map(|(before, (input, case))| {
                         let after = before
-                            .reference(case)
+                            .reference_view(case)
                             .map(|reference| reread_backing(route.source(), input, reference));
                         (before, after)
                     })

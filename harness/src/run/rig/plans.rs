@@ -18,6 +18,7 @@ use tenferro_tensor::{DType, Tensor, TensorRead};
 use super::program::{Extents, identity_program};
 use crate::run::spy::panic_message;
 use crate::values::compact::compare_compact;
+use crate::values::compared::ReferenceView;
 use crate::with_element;
 use crate::{
     Case, Compared, Endpoint, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy,
@@ -251,7 +252,7 @@ impl RunOn<'_, '_, '_> {
 /// mapped buffer.
 pub(super) fn observe(
     read: TensorRead<'_>,
-    expected: &[u8],
+    expected: ReferenceView<'_>,
     destination: &Endpoint,
 ) -> RuntimeOutput {
     let read_back = match &read {
@@ -289,7 +290,7 @@ fn execute(
                 let observed: Vec<RuntimeOutput> = outputs
                     .iter()
                     .zip(cases.iter().cycle())
-                    .map(|(output, case)| observe(output.read(), case.values(), destination))
+                    .map(|(output, case)| observe(output.read(), case.expected(), destination))
                     .collect();
                 // Held only when asked: held, an output keeps the
                 // provider's allocation alive where the destination

@@ -31,10 +31,10 @@ impl RecentInputs {
     /// of the same dtype: in words.
     pub(super) fn whose(&self, cases: &[Case], position: usize, bytes: &[u8]) -> Option<String> {
         let case = cases.get(position)?;
-        if case.values() == bytes || bytes.is_empty() {
+        if case.expected().equals(bytes) || bytes.is_empty() {
             return None;
         }
-        let same = |other: &Case| other.dtype() == case.dtype() && other.values() == bytes;
+        let same = |other: &Case| other.dtype() == case.dtype() && other.expected().equals(bytes);
         if let Some((index, other)) = cases
             .iter()
             .enumerate()

@@ -18,6 +18,7 @@ use tenferro_tensor::{DType, Tensor, TensorRead};
 use crate::Compared;
 use crate::run::accounting::Sample;
 use crate::run::effects::reread_backing;
+use crate::values::compared::Reference;
 use crate::{Endpoint, source_chain};
 
 mod returned;
@@ -152,9 +153,9 @@ pub struct SpyRecord {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Expected {
     /// What the call's input held before the run (`input-intact`).
-    pub(crate) input: Option<Arc<[u8]>>,
+    pub(crate) input: Option<Reference>,
     /// The values its output must hold: the case's (`values`).
-    pub(crate) output: Option<Arc<[u8]>>,
+    pub(crate) output: Option<Reference>,
 }
 
 /// What each call of a run is expected to read, and how many of the run's
@@ -339,7 +340,7 @@ impl TransferProvider for Spy {
             .source
             .as_ref()
             .zip(expected.input)
-            .map(|(source, before)| reread_backing(source, &input, &before));
+            .map(|(source, before)| reread_backing(source, &input, before.expected()));
         let destination_saw_output = match (&result, &accounted, &self.destination) {
             (Ok(Ok(_)), Some(before), Some(destination)) => {
                 Some(before.shown_more_on(destination, self.counts_memory))
@@ -367,7 +368,7 @@ impl TransferProvider for Spy {
                     &tensor,
                     self.destination.as_ref(),
                     Some(self),
-                    expected.output.as_deref(),
+                    expected.output.as_ref().map(Reference::expected),
                 );
                 self.push(effects(asked, ProviderResult::Returned(returned)));
                 Ok(tensor)

@@ -9,7 +9,7 @@ use tenferro_tensor::{
 };
 
 use super::{Spy, panic_message};
-use crate::values::compared::compare_as_read;
+use crate::values::compared::{ReferenceView, compare_with};
 use crate::{Compared, CompletionState, Element, Endpoint, ReadBack, with_element};
 
 /// A call into the returned tensor's storage that panicked while the Spy
@@ -102,7 +102,7 @@ impl ReturnedTensor {
         tensor: &Tensor,
         destination: Option<&Endpoint>,
         spy: Option<&Spy>,
-        expected: Option<&[u8]>,
+        expected: Option<ReferenceView<'_>>,
     ) -> Self {
         let mut guard = StorageGuard {
             spy,
@@ -174,7 +174,7 @@ impl ReturnedTensor {
 fn buffer_image<T: Element>(
     tensor: &Tensor,
     guard: &mut StorageGuard<'_>,
-    expected: Option<&[u8]>,
+    expected: Option<ReferenceView<'_>>,
 ) -> (Option<usize>, Compared, Option<usize>) {
     let Some(typed) = tensor.as_typed::<T>() else {
         return (
@@ -188,7 +188,7 @@ fn buffer_image<T: Element>(
     let buffer = typed.buffer();
     let len = guard.call("len", || buffer.len());
     let read = |values: &[T]| match expected {
-        Some(expected) => compare_as_read::<T>(values, expected),
+        Some(expected) => compare_with::<T>(values, expected),
         None => {
             let mut bytes = Vec::new();
             T::extend_bytes(values, &mut bytes);

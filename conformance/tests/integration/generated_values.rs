@@ -1,0 +1,91 @@
+//! A large generated case holds no values of its own: they are made from
+//! its seed (and compared by digests of their chunks) wherever a read is
+//! compared with them. It must be judged exactly as the same values held:
+//! a correct provider passes, and each broken one fails with the same
+//! rules and the same words.
+
+use std::sync::Arc;
+
+use rstest::rstest;
+use tenferro_mock_devices::providers::{Broken, Fault};
+use tenferro_mock_devices::{SimDevice, SimPeer, SimRoutes, SimUpload};
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::strategy::{HELD_UP_TO_BYTES, Recipe};
+use tenferro_transfer_harness::{Case, Judgement, Layout, Oracle, Rig, Route, Rule};
+
+/// A seeded F64 recipe just past what a case holds, with a few special
+/// values and a twin's changes: more than one chunk, and a partial last
+/// one.
+fn large_recipe() -> Recipe {
+    let count = HELD_UP_TO_BYTES / 8 + 4097;
+    let mut recipe: Recipe = format!(
+        r#"{{"dtype":"F64","shape":[{count}],"layout":{{"kind":"owned"}},"seed":11,"specials":24}}"#
+    )
+    .parse()
+    .unwrap();
+    recipe = recipe.twin(5);
+    recipe
+}
+
+fn provider(route: &Route, fault: Option<Fault>) -> Arc<dyn TransferProvider> {
+    let sim =
+        |endpoint: &tenferro_transfer_harness::Endpoint| endpoint.downcast::<SimDevice>().cloned();
+    let correct: Arc<dyn TransferProvider> = match (sim(route.source()), sim(route.destination())) {
+        (Some(from), Some(to)) => Arc::new(SimPeer::new(from, to)),
+        (None, Some(to)) => Arc::new(SimUpload::new(to)),
+        _ => unreachable!("the routes below end on a simulated device"),
+    };
+    match fault {
+        Some(fault) => Arc::new(Broken::new(correct, vec![fault])),
+        None => correct,
+    }
+}
+
+fn judge(route: &Route, fault: Option<Fault>, case: &Case) -> Judgement {
+    let mut rig = Rig::new(route.clone(), provider(route, fault)).unwrap();
+    let outcome = rig.run(case).unwrap();
+    Oracle.judge(case, route, &outcome)
+}
+
+#[rstest]
+#[case::correct(None)]
+#[case::one_ulp(Some(Fault::OneUlp))]
+#[case::swapped(Some(Fault::Swapped))]
+#[case::partial_copy(Some(Fault::PartialCopy))]
+#[case::above_4096(Some(Fault::CornerAbove4096))]
+#[case::short_map_read(Some(Fault::ShortMapRead))]
+#[case::negative_zero_lost(Some(Fault::NegativeZeroLost))]
+#[case::writes_input(Some(Fault::WritesInput))]
+fn a_large_generated_case_is_judged_as_its_values_held(#[case] fault: Option<Fault>) {
+    let generated = large_recipe().case().unwrap();
+    // The same values, held: a second expansion of the recipe made whole.
+    let again = large_recipe().case().unwrap();
+    let held = Case::new(
+        again.dtype(),
+        again.shape().to_vec(),
+        Layout::Owned,
+        again.values().to_vec(),
+    )
+    .unwrap();
+    assert_eq!(generated, held, "the same values, generated or held");
+    for route in [Route::host_to_sim().unwrap(), Route::sim_to_sim().unwrap()] {
+        let on_generated = judge(&route, fault, &generated);
+        let on_held = judge(&route, fault, &held);
+        assert_eq!(on_generated.rules(), on_held.rules(), "{fault:?}");
+        assert_eq!(on_generated.violations(), on_held.violations(), "{fault:?}");
+        assert_eq!(on_generated.checked(), on_held.checked(), "{fault:?}");
+        match fault {
+            None => assert!(on_generated.passed(), "{:?}", on_generated.violations()),
+            // A plain host input is left alone by this fault.
+            Some(Fault::WritesInput) if route.source().downcast::<SimDevice>().is_none() => {}
+            Some(Fault::WritesInput) => {
+                assert_eq!(on_generated.rules(), vec![Rule::InputIntact]);
+            }
+            Some(_) => assert!(
+                on_generated.rules().contains(&Rule::Values),
+                "{fault:?}: {:?}",
+                on_generated.violations()
+            ),
+        }
+    }
+}
