@@ -10,21 +10,54 @@ use rstest::rstest;
 use tenferro_mock_devices::providers::{Broken, Fault};
 use tenferro_mock_devices::{SimDevice, SimPeer, SimRoutes, SimUpload};
 use tenferro_runtime::TransferProvider;
-use tenferro_transfer_harness::strategy::{HELD_UP_TO_BYTES, Recipe};
-use tenferro_transfer_harness::{Case, Judgement, Layout, Oracle, Rig, Route, Rule};
+use tenferro_tensor::DType;
+use tenferro_transfer_harness::strategy::{HELD_UP_TO_BYTES, Recipe, ValueSource};
+use tenferro_transfer_harness::{
+    Case, Judgement, Layout, Oracle, Rig, Route, Rule, ViewAxis, ViewSpec,
+};
 
-/// A seeded F64 recipe just past what a case holds, with a few special
-/// values and a twin's changes: more than one chunk, and a partial last
-/// one.
-fn large_recipe() -> Recipe {
+/// Recipes just past what a case holds, each with a twin's changes: seeded
+/// F64 with a few special values (more than one chunk, and a partial last
+/// one), and the fixed cases' pattern, owned and as a strided view.
+fn large_recipes() -> Vec<Recipe> {
     let count = HELD_UP_TO_BYTES / 8 + 4097;
-    let mut recipe: Recipe = format!(
+    let seeded: Recipe = format!(
         r#"{{"dtype":"F64","shape":[{count}],"layout":{{"kind":"owned"}},"seed":11,"specials":24}}"#
     )
     .parse()
     .unwrap();
-    recipe = recipe.twin(5);
-    recipe
+    let view = ViewSpec {
+        backing_shape: vec![601, 700],
+        axes: vec![
+            ViewAxis {
+                first: 1,
+                step: 1,
+                len: 600,
+            },
+            ViewAxis {
+                first: 699,
+                step: -2,
+                len: 350,
+            },
+        ],
+        permutation: vec![1, 0],
+    };
+    vec![
+        seeded.twin(5),
+        Recipe::fixed(
+            DType::C32,
+            vec![400, 400],
+            Layout::Owned,
+            ValueSource::Patterned,
+        )
+        .twin(2),
+        Recipe::fixed(
+            DType::F64,
+            view.shape(),
+            Layout::View(view),
+            ValueSource::Patterned,
+        ),
+    ]
 }
 
 fn provider(route: &Route, fault: Option<Fault>) -> Arc<dyn TransferProvider> {
@@ -56,14 +89,18 @@ fn judge(route: &Route, fault: Option<Fault>, case: &Case) -> Judgement {
 #[case::short_map_read(Some(Fault::ShortMapRead))]
 #[case::negative_zero_lost(Some(Fault::NegativeZeroLost))]
 #[case::writes_input(Some(Fault::WritesInput))]
-fn a_large_generated_case_is_judged_as_its_values_held(#[case] fault: Option<Fault>) {
-    let generated = large_recipe().case().unwrap();
+fn a_large_generated_case_is_judged_as_its_values_held(
+    #[case] fault: Option<Fault>,
+    #[values(0, 1, 2)] which: usize,
+) {
+    let recipe = &large_recipes()[which];
+    let generated = recipe.case().unwrap();
     // The same values, held: a second expansion of the recipe made whole.
-    let again = large_recipe().case().unwrap();
+    let again = recipe.case().unwrap();
     let held = Case::new(
         again.dtype(),
         again.shape().to_vec(),
-        Layout::Owned,
+        again.layout().clone(),
         again.values().to_vec(),
     )
     .unwrap();

@@ -9,7 +9,7 @@ use tenferro_tensor::{Complex, DType};
 
 use crate::HarnessError;
 use crate::values::compared::{Reference, ReferenceView};
-use crate::values::generated::{GENERATED_AT_ONCE, Generated};
+use crate::values::generated::{GENERATED_AT_ONCE, Generated, HELD_UP_TO_BYTES, twin_values};
 use crate::values::patterns::pattern_bytes;
 
 /// One axis of a strided view: the backing coordinate of its first element,
@@ -347,11 +347,35 @@ impl Case {
         shape: Vec<usize>,
         layout: Layout,
     ) -> Result<Self, HarnessError> {
-        let count: usize = shape.iter().product();
-        let values = pattern_bytes(dtype, count).ok_or_else(|| HarnessError::InvalidCase {
+        let not_preset = || HarnessError::InvalidCase {
             reason: format!("dtype {dtype:?} is not a preset dtype"),
-        })?;
+        };
+        let width = element_width(dtype).ok_or_else(not_preset)?;
+        let bytes = Self::byte_len(dtype, &shape)?;
+        let count = bytes / width;
+        if bytes > HELD_UP_TO_BYTES {
+            let generated = Generated::patterned(dtype, count).ok_or_else(not_preset)?;
+            return Self::generated(shape, layout, generated);
+        }
+        let values = pattern_bytes(dtype, count).ok_or_else(not_preset)?;
         Self::new(dtype, shape, layout, values)
+    }
+
+    /// This case's twin: its values with a twin's few interior elements
+    /// changed, chosen by `seed` (held or made, as this case's are).
+    pub(crate) fn twinned(&self, seed: u64) -> Result<Self, HarnessError> {
+        match self.expected() {
+            ReferenceView::Bytes(bytes) => {
+                let mut values = bytes.to_vec();
+                twin_values(self.dtype, &mut values, seed);
+                Self::new(self.dtype, self.shape.clone(), self.layout.clone(), values)
+            }
+            ReferenceView::Generated(generated) => Self::generated(
+                self.shape.clone(),
+                self.layout.clone(),
+                generated.remade().twinned(seed),
+            ),
+        }
     }
 
     /// The element dtype.

@@ -1,7 +1,8 @@
-//! Values a case generates from its seed instead of holding: each element
-//! is a hash of its index, so any run of elements can be made again, a
-//! chunk at a time, wherever a read is compared with them. A large case
-//! then costs no memory of its own beyond the tensors it is staged in.
+//! Values a case makes instead of holding: each element is a function of
+//! its index (a seeded hash, or the fixed cases' pattern), so any run of
+//! elements can be made again, a chunk at a time, wherever a read is
+//! compared with them. A large case then costs no memory of its own
+//! beyond the tensors it is staged in.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -11,18 +12,34 @@ use tenferro_tensor::DType;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::element_width;
-use crate::values::patterns::{F32_SPECIALS, F64_SPECIALS, mix};
+use crate::values::patterns::{F32_SPECIALS, F64_SPECIALS, mix, pattern_element};
 
-/// A generated case's values: seeded bits mixed with special values, and a
-/// twin's few changed elements. Made on demand, never held, except where
-/// someone asks for them whole ([`crate::Case::values`]).
+/// The largest case whose values are held (1 MiB): a larger seeded or
+/// patterned case makes them, a chunk at a time, wherever a read is
+/// compared with them, so it costs no memory beyond the tensors it is
+/// staged in. Below it, comparing with bytes held is the faster.
+pub const HELD_UP_TO_BYTES: usize = 1 << 20;
+
+/// How a case's values are made from their indices.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+enum Made {
+    /// Seeded bits mixed with special values: a special value where an
+    /// element's hash (keyed by the seed) falls under `specials` (out of
+    /// 256).
+    Seeded { key: u64, specials: u8 },
+    /// The fixed cases' pattern ([`crate::Case::patterned`]).
+    Patterned,
+}
+
+/// A case's values made on demand (seeded or patterned) with a twin's few
+/// changed elements; never held, except where someone asks for them whole
+/// ([`crate::Case::values`]).
 #[derive(Debug)]
 pub(crate) struct Generated {
     dtype: DType,
     width: usize,
     count: usize,
-    key: u64,
-    specials: u8,
+    made: Made,
     /// A twin's changed elements: index and image, in index order.
     patches: BTreeMap<usize, Vec<u8>>,
     /// The whole image, made the first time it is asked for.
@@ -43,12 +60,41 @@ impl Generated {
             dtype,
             width: element_width(dtype)?,
             count,
-            key: mix(seed),
-            specials,
+            made: Made::Seeded {
+                key: mix(seed),
+                specials,
+            },
             patches: BTreeMap::new(),
             whole: OnceLock::new(),
             digests: OnceLock::new(),
         })
+    }
+
+    /// `count` elements of the fixed cases' pattern of `dtype`; `None` for
+    /// an external dtype.
+    pub(crate) fn patterned(dtype: DType, count: usize) -> Option<Self> {
+        Some(Self {
+            dtype,
+            width: element_width(dtype)?,
+            count,
+            made: Made::Patterned,
+            patches: BTreeMap::new(),
+            whole: OnceLock::new(),
+            digests: OnceLock::new(),
+        })
+    }
+
+    /// The same values, made afresh: nothing made whole, no digests.
+    pub(crate) fn remade(&self) -> Self {
+        Self {
+            dtype: self.dtype,
+            width: self.width,
+            count: self.count,
+            made: self.made,
+            patches: self.patches.clone(),
+            whole: OnceLock::new(),
+            digests: OnceLock::new(),
+        }
     }
 
     /// These values with a twin's changes ([`twin_values`]).
@@ -75,18 +121,27 @@ impl Generated {
         let end = (first + len).min(self.count);
         let mut next = first;
         for (&index, image) in self.patches.range(first..end) {
-            self.fill_seeded(next, index, out);
+            self.fill_made(next, index, out);
             out.extend_from_slice(image);
             next = index + 1;
         }
-        self.fill_seeded(next, end, out);
+        self.fill_made(next, end, out);
     }
 
-    /// Append the seeded images of elements `first..end`.
-    fn fill_seeded(&self, first: usize, end: usize, out: &mut Vec<u8>) {
+    /// Append the made images of elements `first..end`.
+    fn fill_made(&self, first: usize, end: usize, out: &mut Vec<u8>) {
         if end <= first {
             return;
         }
+        let (key, specials) = match self.made {
+            Made::Seeded { key, specials } => (key, specials),
+            Made::Patterned => {
+                for index in first..end {
+                    pattern_element(self.dtype, index, out);
+                }
+                return;
+            }
+        };
         let start = out.len();
         out.resize(start + (end - first) * self.width, 0);
         let images = out[start..].chunks_exact_mut(self.width);
@@ -94,35 +149,30 @@ impl Generated {
         macro_rules! each {
             ($element:expr) => {
                 for (image, index) in images.zip(first as u64..) {
-                    image.copy_from_slice(&$element(self.seeded_bits(index)));
+                    image.copy_from_slice(&$element(seeded_bits(key, index)));
                 }
             };
         }
         match self.dtype {
-            DType::F32 => each!(|bits| f32_image(bits, self.specials, 0)),
-            DType::F64 => each!(|bits| f64_image(bits, self.specials, 0)),
-            DType::I32 => each!(|bits| i32_image(bits, self.specials)),
-            DType::I64 => each!(|bits| i64_image(bits, self.specials)),
+            DType::F32 => each!(|bits| f32_image(bits, specials, 0)),
+            DType::F64 => each!(|bits| f64_image(bits, specials, 0)),
+            DType::I32 => each!(|bits| i32_image(bits, specials)),
+            DType::I64 => each!(|bits| i64_image(bits, specials)),
             DType::Bool => each!(|bits: u64| [((bits >> 16) & 1) as u8]),
             DType::C32 => each!(|bits| {
                 let mut pair = [0_u8; 8];
-                pair[..4].copy_from_slice(&f32_image(bits, self.specials, 0));
-                pair[4..].copy_from_slice(&f32_image(bits, self.specials, 3));
+                pair[..4].copy_from_slice(&f32_image(bits, specials, 0));
+                pair[4..].copy_from_slice(&f32_image(bits, specials, 3));
                 pair
             }),
             DType::C64 => each!(|bits| {
                 let mut pair = [0_u8; 16];
-                pair[..8].copy_from_slice(&f64_image(bits, self.specials, 0));
-                pair[8..].copy_from_slice(&f64_image(bits, self.specials, 3));
+                pair[..8].copy_from_slice(&f64_image(bits, specials, 0));
+                pair[8..].copy_from_slice(&f64_image(bits, specials, 3));
                 pair
             }),
             _ => {}
         }
-    }
-
-    /// The seeded hash of element `index`.
-    fn seeded_bits(&self, index: u64) -> u64 {
-        mix(self.key ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
 
     /// The whole image, made once and kept.
@@ -210,8 +260,7 @@ impl Generated {
     pub(crate) fn same_recipe(&self, other: &Generated) -> bool {
         self.dtype == other.dtype
             && self.count == other.count
-            && self.key == other.key
-            && self.specials == other.specials
+            && self.made == other.made
             && self.patches == other.patches
     }
 }
@@ -281,6 +330,11 @@ pub(crate) const GENERATED_AT_ONCE: usize = 4096;
 
 /// How many elements a twin changes, at most.
 const TWIN_CHANGES: u64 = 3;
+
+/// The seeded hash of element `index`.
+fn seeded_bits(key: u64, index: u64) -> u64 {
+    mix(key ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
 
 // An element's image from its seeded hash `bits`: a special value of the
 // dtype where the hash's low byte falls under `specials` (out of 256),
@@ -388,6 +442,25 @@ mod tests {
             assert!(!generated.matches(0, &changed, &mut scratch), "{dtype:?}");
             assert!(!generated.matches(width, &whole, &mut scratch), "{dtype:?}");
             assert_eq!(&generated.whole()[..], whole.as_slice());
+        }
+    }
+
+    #[test]
+    fn the_pattern_made_is_the_pattern_held() {
+        for dtype in crate::PRESET_DTYPES {
+            let count = GENERATED_AT_ONCE + 9;
+            let made = Generated::patterned(dtype, count).unwrap();
+            let mut image = Vec::new();
+            made.fill(0, count, &mut image);
+            assert_eq!(
+                image,
+                crate::values::patterns::pattern_bytes(dtype, count).unwrap()
+            );
+            let mut scratch = Vec::new();
+            assert!(made.matches(0, &image, &mut scratch), "{dtype:?}");
+            // A change in the first, whole chunk, seen through its digest.
+            image[3] ^= 0x10;
+            assert!(!made.matches(0, &image, &mut scratch), "{dtype:?}");
         }
     }
 

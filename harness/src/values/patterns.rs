@@ -38,53 +38,59 @@ pub(crate) fn mix(index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Element `i` of the pattern: a special value every other element,
-/// position-dependent bits in between.
+/// The fixed cases' pattern of `count` elements of `dtype`
+/// ([`pattern_element`] each); `None` for an external dtype.
 pub(crate) fn pattern_bytes(dtype: DType, count: usize) -> Option<Vec<u8>> {
     let width = element_width(dtype)?;
     let mut out = Vec::with_capacity(count * width);
     for i in 0..count {
-        let bits = mix(i as u64);
-        let special = (i % 2 == 0).then_some(i / 2);
-        match dtype {
-            DType::F32 => out.extend_from_slice(&f32_bits(special, bits).to_le_bytes()),
-            DType::F64 => out.extend_from_slice(&f64_bits(special, bits).to_le_bytes()),
-            DType::I32 => {
-                let value = match special.map(|k| k % 4) {
-                    Some(0) => 7,
-                    Some(1) => i32::MIN,
-                    Some(2) => i32::MAX,
-                    Some(_) => -1,
-                    None => bits as i32,
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            DType::I64 => {
-                let value = match special.map(|k| k % 4) {
-                    Some(0) => 7,
-                    Some(1) => i64::MIN,
-                    Some(2) => i64::MAX,
-                    Some(_) => -1,
-                    None => bits as i64,
-                };
-                out.extend_from_slice(&value.to_le_bytes());
-            }
-            // Index 0 is false so it differs from the backing filler.
-            DType::Bool => out.push(u8::from(i % 3 == 1)),
-            DType::C32 => {
-                out.extend_from_slice(&f32_bits(special, bits).to_le_bytes());
-                out.extend_from_slice(&f32_bits(special.map(|k| k + 3), bits >> 32).to_le_bytes());
-            }
-            DType::C64 => {
-                out.extend_from_slice(&f64_bits(special, bits).to_le_bytes());
-                out.extend_from_slice(
-                    &f64_bits(special.map(|k| k + 3), bits.rotate_left(17)).to_le_bytes(),
-                );
-            }
-            _ => return None,
-        }
+        pattern_element(dtype, i, &mut out);
     }
     Some(out)
+}
+
+/// Append element `i` of the pattern: a special value every other element,
+/// position-dependent bits in between.
+pub(crate) fn pattern_element(dtype: DType, i: usize, out: &mut Vec<u8>) {
+    let bits = mix(i as u64);
+    let special = i.is_multiple_of(2).then_some(i / 2);
+    match dtype {
+        DType::F32 => out.extend_from_slice(&f32_bits(special, bits).to_le_bytes()),
+        DType::F64 => out.extend_from_slice(&f64_bits(special, bits).to_le_bytes()),
+        DType::I32 => {
+            let value = match special.map(|k| k % 4) {
+                Some(0) => 7,
+                Some(1) => i32::MIN,
+                Some(2) => i32::MAX,
+                Some(_) => -1,
+                None => bits as i32,
+            };
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        DType::I64 => {
+            let value = match special.map(|k| k % 4) {
+                Some(0) => 7,
+                Some(1) => i64::MIN,
+                Some(2) => i64::MAX,
+                Some(_) => -1,
+                None => bits as i64,
+            };
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        // Index 0 is false so it differs from the backing filler.
+        DType::Bool => out.push(u8::from(i % 3 == 1)),
+        DType::C32 => {
+            out.extend_from_slice(&f32_bits(special, bits).to_le_bytes());
+            out.extend_from_slice(&f32_bits(special.map(|k| k + 3), bits >> 32).to_le_bytes());
+        }
+        DType::C64 => {
+            out.extend_from_slice(&f64_bits(special, bits).to_le_bytes());
+            out.extend_from_slice(
+                &f64_bits(special.map(|k| k + 3), bits.rotate_left(17)).to_le_bytes(),
+            );
+        }
+        _ => {}
+    }
 }
 
 fn f32_bits(special: Option<usize>, bits: u64) -> u32 {

@@ -30,8 +30,9 @@ use tenferro_tensor::DType;
 mod recipe;
 
 pub use crate::draw::capabilities::{Capabilities, Exceeded, ViewKind, ViewKinds};
+pub use crate::values::generated::HELD_UP_TO_BYTES;
 use crate::{Layout, ViewAxis, ViewSpec};
-pub use recipe::{HELD_UP_TO_BYTES, Recipe, ValueSource};
+pub use recipe::{Recipe, ValueSource};
 
 pub use crate::settings::{PROFILE_ENV, Profile};
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tenferro_tensor::DType;
 
 use crate::PRESET_DTYPES;
-use crate::values::generated::{Generated, twin_values};
+use crate::values::generated::{Generated, HELD_UP_TO_BYTES};
 use crate::{Case, HarnessError, Layout};
 
 /// A generated case, small enough to print and replay.
@@ -94,11 +94,7 @@ impl Recipe {
         let case = self.untwinned_case()?;
         match self.twin {
             None => Ok(case),
-            Some(seed) => {
-                let mut values = case.values().to_vec();
-                twin_values(dtype, &mut values, seed);
-                Case::new(dtype, self.shape.clone(), self.layout.clone(), values)
-            }
+            Some(seed) => case.twinned(seed),
         }
     }
 
@@ -250,9 +246,3 @@ impl FromStr for Recipe {
         })
     }
 }
-
-/// The largest seeded case whose values are held (1 MiB): a larger one
-/// makes them from its seed, a chunk at a time, wherever a read is compared
-/// with them, so it costs no memory beyond the tensors it is staged in.
-/// Below it, comparing with bytes held is the faster.
-pub const HELD_UP_TO_BYTES: usize = 1 << 20;
