@@ -170,7 +170,13 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// Build `case`'s input the way this device's engine hands a tensor to
     /// a provider (owned, and as a strided view when the case is one), and
     /// call `use_input` with it once. [`stage_via_host`] does the work for a
-    /// device that can take a plain host tensor into its memory.
+    /// device that can take a plain host tensor into its memory. A device
+    /// that stages otherwise reads the values with
+    /// [`Case::typed_values`](crate::Case::typed_values),
+    /// [`Case::backing_values`](crate::Case::backing_values) or
+    /// [`Case::value_chunks`](crate::Case::value_chunks): a large case
+    /// holds no values, and [`Case::values`](crate::Case::values) would
+    /// make and keep a whole image of them for the case's life.
     ///
     /// # Errors
     ///
