@@ -189,9 +189,9 @@ pub struct Case {
     shape: Vec<usize>,
     layout: Layout,
     /// Shared, not copied, between a case's clones: the rig's worker, the
-    /// recent inputs and the suite's records hold the same bytes. A large
-    /// generated case holds none: its values are made from its seed where
-    /// a read is compared with them.
+    /// recent inputs and the suite's records hold the same bytes. A case
+    /// past [`HELD_UP_TO_BYTES`] of seeded or patterned values holds none:
+    /// they are made from the seed or the pattern where they are needed.
     values: Reference,
 }
 
@@ -395,17 +395,18 @@ impl Case {
 
     /// Little-endian images of the logical elements, column-major.
     ///
-    /// A large generated case ([`Recipe::case`](crate::strategy::Recipe::case))
-    /// makes them here the first time they are asked for and keeps them;
-    /// the harness itself compares a chunk at a time and never asks.
+    /// A case past [`HELD_UP_TO_BYTES`] of seeded values
+    /// ([`Recipe::case`](crate::strategy::Recipe::case)) or of the pattern
+    /// ([`Case::patterned`]) holds none: it makes them here the first time
+    /// they are asked for and keeps them. The harness itself reads them a
+    /// chunk at a time and never asks; so does [`Case::value_chunks`].
     pub fn values(&self) -> &[u8] {
         self.expected().bytes()
     }
 
     /// The values a chunk of whole elements at a time, in order: borrowed
-    /// where the case holds them, made chunk by chunk where a large
-    /// generated case does not, so that looking through them never holds
-    /// the whole image.
+    /// where the case holds them, made chunk by chunk where a large case
+    /// does not, so that looking through them never holds the whole image.
     ///
     /// # Examples
     ///

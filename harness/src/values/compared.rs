@@ -7,13 +7,13 @@ use std::sync::Arc;
 use crate::Element;
 use crate::values::generated::Generated;
 
-/// What a read must hold: bytes in memory, or a generated case's values,
+/// What a read must hold: bytes in memory, or a large case's values,
 /// made a chunk at a time as the read is compared with them.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ReferenceView<'a> {
     /// Bytes held.
     Bytes(&'a [u8]),
-    /// Values made from a seed on demand.
+    /// Values made on demand (from a seed or the pattern).
     Generated(&'a Generated),
 }
 
@@ -61,7 +61,7 @@ impl<'a> From<&'a [u8]> for ReferenceView<'a> {
 pub(crate) enum Reference {
     /// Bytes held, shared.
     Held(Arc<[u8]>),
-    /// Values made from a seed on demand, shared.
+    /// Values made on demand, shared.
     Generated(Arc<Generated>),
 }
 
