@@ -126,3 +126,65 @@ fn a_large_generated_case_is_judged_as_its_values_held(
         }
     }
 }
+
+/// Judge each case of `cases` in turn on one rig that holds its outputs
+/// (`output-stable`), as the held pass does.
+fn judge_in_turn(route: &Route, fault: Option<Fault>, cases: &[Case]) -> Vec<Judgement> {
+    let mut rig = Rig::new(route.clone(), provider(route, fault)).unwrap();
+    rig.keep_outputs(true);
+    let judgements = cases
+        .iter()
+        .map(|case| Oracle.judge(case, route, &rig.run(case).unwrap()))
+        .collect();
+    rig.release_outputs();
+    judgements
+}
+
+/// Providers that keep state between calls meet large made cases as they
+/// meet the same values held: a content cache that samples a few elements
+/// answers a twin with the first case's output (`values`), and a pool that
+/// hands out an output the caller still holds changes it (`output-stable`,
+/// the held output compared with its own case's made values). A correct
+/// provider passes the same sequence.
+#[rstest]
+#[case::correct(None, None)]
+#[case::sampled_content_cache(Some(Fault::SampledContentCache), Some(Rule::Values))]
+#[case::reuses_live_output(Some(Fault::ReusesLiveOutput), Some(Rule::OutputStable))]
+fn providers_with_state_meet_large_made_cases_as_held_ones(
+    #[case] fault: Option<Fault>,
+    #[case] broken: Option<Rule>,
+) {
+    let first = large_recipes().swap_remove(0);
+    let mut other = first.clone().untwinned();
+    other.seed += 1;
+    let sequence = [first.clone().untwinned(), first, other];
+    let made: Vec<Case> = sequence
+        .iter()
+        .map(|recipe| recipe.case().unwrap())
+        .collect();
+    let held: Vec<Case> = sequence
+        .iter()
+        .map(|recipe| {
+            let case = recipe.case().unwrap();
+            Case::new(
+                case.dtype(),
+                case.shape().to_vec(),
+                case.layout().clone(),
+                case.values().to_vec(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let route = Route::host_to_sim().unwrap();
+    let on_made = judge_in_turn(&route, fault, &made);
+    let on_held = judge_in_turn(&route, fault, &held);
+    for (made, held) in on_made.iter().zip(&on_held) {
+        assert_eq!(made.violations(), held.violations(), "{fault:?}");
+        assert_eq!(made.checked(), held.checked(), "{fault:?}");
+    }
+    let broken_rules: Vec<Rule> = on_made.iter().flat_map(Judgement::rules).collect();
+    match broken {
+        None => assert!(broken_rules.is_empty(), "{broken_rules:?}"),
+        Some(rule) => assert!(broken_rules.contains(&rule), "{fault:?}: {broken_rules:?}"),
+    }
+}

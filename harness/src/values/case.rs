@@ -200,17 +200,10 @@ impl std::hash::Hash for Case {
         self.dtype.hash(state);
         self.shape.hash(state);
         self.layout.hash(state);
-        // The same calls whether the values are held or generated, as
-        // `Eq` compares their bytes either way.
-        let expected = self.expected();
-        let chunk = GENERATED_AT_ONCE * element_width(self.dtype).unwrap_or(1);
-        state.write_usize(expected.byte_len());
-        match expected {
-            ReferenceView::Bytes(bytes) => bytes.chunks(chunk).for_each(|part| state.write(part)),
-            ReferenceView::Generated(generated) => {
-                generated.for_each_chunk(|part| state.write(part));
-            }
-        }
+        // The same calls whether the values are held or made, as `Eq`
+        // compares their bytes either way.
+        state.write_usize(self.expected().byte_len());
+        self.value_chunks().for_each(|part| state.write(&part));
     }
 }
 
@@ -554,6 +547,32 @@ impl Filler for Complex<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hash_of(case: &Case) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        case.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    #[test]
+    fn a_made_case_equals_and_hashes_as_its_values_held() {
+        let shape = vec![HELD_UP_TO_BYTES / 8 + 5];
+        let made = Case::patterned(DType::F64, shape.clone(), Layout::Owned).unwrap();
+        assert!(matches!(made.values, Reference::Generated(_)));
+        let bytes = Case::patterned(DType::F64, shape.clone(), Layout::Owned)
+            .unwrap()
+            .values()
+            .to_vec();
+        let held = Case::new(DType::F64, shape.clone(), Layout::Owned, bytes.clone()).unwrap();
+        assert_eq!(made, held);
+        assert_eq!(hash_of(&made), hash_of(&held));
+        let mut changed = bytes;
+        changed[8 * 4096 + 3] ^= 1;
+        let changed = Case::new(DType::F64, shape, Layout::Owned, changed).unwrap();
+        assert_ne!(made, changed);
+        assert_ne!(hash_of(&made), hash_of(&changed));
+    }
 
     #[test]
     fn a_bool_byte_other_than_zero_or_one_is_an_invalid_case() {
