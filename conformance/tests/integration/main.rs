@@ -22,6 +22,7 @@ mod hostile_outputs;
 mod plain_host;
 mod pressure;
 mod provider_suite;
+mod replaced_provider;
 mod replay;
 mod report_renderings;
 mod rig;

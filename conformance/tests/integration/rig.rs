@@ -290,6 +290,47 @@ fn prepared_plans_are_reused_per_dtype_rank_and_layout_kind() {
     assert_eq!(rig.prepared_count(), 4);
 }
 
+/// The rig keeps at most 256 plans; past that the one used least
+/// recently makes room, and the rest stay (a full cache was emptied, and
+/// every signature in use was prepared again).
+#[test]
+fn a_full_plan_cache_makes_room_one_plan_at_a_time() {
+    let route = Route::host_to_host().unwrap();
+    let mut rig = Rig::new(
+        route.clone(),
+        Arc::new(tenferro_transfer_harness::HostProvider::new()),
+    )
+    .unwrap();
+    let kinds: Vec<(DType, Vec<usize>)> = [DType::F32, DType::F64, DType::I32, DType::I64]
+        .into_iter()
+        .flat_map(|dtype| {
+            [vec![], vec![2], vec![2, 1], vec![1, 2, 1]]
+                .into_iter()
+                .map(move |shape| (dtype, shape))
+        })
+        .collect();
+    let mut runs = 0;
+    'all: for first in &kinds {
+        for second in &kinds {
+            for third in &kinds[..2] {
+                let cases: Vec<Case> = [first, second, third]
+                    .iter()
+                    .map(|(dtype, shape)| {
+                        Case::patterned(*dtype, shape.clone(), Layout::Owned).unwrap()
+                    })
+                    .collect();
+                let outcomes = rig.run_together(&cases).unwrap();
+                assert_eq!(outcomes.len(), 3);
+                runs += 1;
+                if runs == 300 {
+                    break 'all;
+                }
+            }
+        }
+    }
+    assert_eq!(rig.prepared_count(), 256);
+}
+
 #[test]
 fn an_outcome_without_exactly_one_provider_call_is_reported_not_passed() {
     let (route, provider) = reference(Route::host_to_sim().unwrap());

@@ -12,7 +12,7 @@ mod plans;
 mod program;
 mod recent;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::EngineRole;
 use crate::trace::{self, Trace, TraceEvent};
@@ -76,7 +76,14 @@ pub struct Rig {
     recent: RecentInputs,
     /// Runs whose memory kept growing when they were repeated.
     leaking_runs: usize,
+    /// Providers replaced ([`Rig::replace_provider`]) after runs of theirs
+    /// were shown to leak, with the number of those runs, oldest first;
+    /// not kept alive by the rig.
+    set_aside: Vec<(Weak<dyn TransferProvider>, usize)>,
 }
+
+/// How many replaced providers a rig remembers the leaking runs of.
+const PROVIDERS_REMEMBERED: usize = 1024;
 
 /// What the staged part of a run produced.
 struct Ran {
@@ -157,6 +164,7 @@ impl Rig {
             held: HeldAcrossRuns::default(),
             recent: RecentInputs::default(),
             leaking_runs: 0,
+            set_aside: Vec::new(),
         })
     }
 
@@ -209,6 +217,57 @@ impl Rig {
         let seen = self.held.reread(None, self.route.destination());
         self.held.clear();
         seen
+    }
+
+    /// Run the later cases with `provider` instead, on the same runtime,
+    /// devices and prepared plans: as [`Rig::new`] on this rig's route
+    /// would, without building the runtime and preparing its plans again
+    /// (most of a fresh rig's cost on its first cases).
+    ///
+    /// What the rig learned of the provider before is put aside: the
+    /// outputs it held are dropped and no longer kept, and the inputs it
+    /// moved lately are no longer named in messages. The runs it was shown
+    /// to leak count again only if that same provider (the same `Arc`)
+    /// comes back while others still hold it (the rig does not keep it
+    /// alive), for the last 1,024 set aside. What a provider left on the
+    /// devices (memory it leaked, a copy it never completed) stays there,
+    /// as it would for a fresh rig on the same route: `no-leak` judges each
+    /// run by what changed during it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
+    /// rig.replace_provider(Arc::new(HostProvider::new()));
+    /// assert!(Oracle.judge(&case, &route, &rig.run(&case).unwrap()).passed());
+    /// // The plan prepared for the first provider served the second.
+    /// assert_eq!(rig.prepared_count(), 1);
+    /// ```
+    pub fn replace_provider(&mut self, provider: Arc<dyn TransferProvider>) {
+        let before = self.spy.replace_inner(Arc::clone(&provider));
+        self.keep_outputs(false);
+        self.recent = RecentInputs::default();
+        // A provider no one else holds can never come back.
+        self.set_aside.retain(|(known, _)| known.strong_count() > 0);
+        if self.leaking_runs > 0 {
+            if self.set_aside.len() >= PROVIDERS_REMEMBERED {
+                self.set_aside.remove(0);
+            }
+            self.set_aside
+                .push((Arc::downgrade(&before), self.leaking_runs));
+        }
+        let provider = Arc::downgrade(&provider);
+        self.leaking_runs = self
+            .set_aside
+            .iter()
+            .position(|(known, _)| Weak::ptr_eq(known, &provider))
+            .map_or(0, |index| self.set_aside.remove(index).1);
     }
 
     /// Run one case.

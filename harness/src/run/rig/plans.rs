@@ -31,16 +31,22 @@ type Signature = Vec<(DType, usize, bool)>;
 /// The runs that share a compiled program: each input's dtype and rank.
 type ProgramKey = Vec<(DType, usize)>;
 
-/// The most programs and plans a rig keeps; past this many both caches
-/// start again. Each plan holds the runtime's specialisation of it, so an
-/// unbounded cache would grow with every signature of a long run.
+/// The most programs and plans a rig keeps; past this many, the one used
+/// least recently makes room. Each plan holds the runtime's
+/// specialisation of it, so an unbounded cache would grow with every
+/// signature of a long run. (Emptying a full cache instead prepared the
+/// hot signatures again with the rest: a fuzz target whose inputs draw
+/// hundreds of signatures spent most of its time preparing.)
 const CACHE_LIMIT: usize = 256;
 
-/// The compiled programs and prepared plans of one rig.
+/// The compiled programs and prepared plans of one rig, each with the
+/// number of the run that used it last.
 #[derive(Default)]
 pub(super) struct Plans {
-    programs: HashMap<ProgramKey, CompiledGraph>,
-    prepared: HashMap<Signature, Prepared>,
+    programs: HashMap<ProgramKey, (CompiledGraph, u64)>,
+    prepared: HashMap<Signature, (Prepared, u64)>,
+    /// Runs so far: the clock of the entries' last use.
+    runs: u64,
     /// Signatures whose engines could not prepare or run the shape-generic
     /// program: their runs go on a plan of their own.
     shape_specific: HashSet<Signature>,
@@ -122,12 +128,15 @@ impl Plans {
     /// Start both caches again when they are full and hold neither this
     /// run's `signature` nor its program `key`.
     fn make_room(&mut self, signature: &Signature, key: &ProgramKey) {
+        self.runs += 1;
         if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(signature) {
-            self.prepared.clear();
+            evict_least_recent(&mut self.prepared);
+        }
+        if self.shape_specific.len() >= CACHE_LIMIT && !self.shape_specific.contains(signature) {
             self.shape_specific.clear();
         }
         if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(key) {
-            self.programs.clear();
+            evict_least_recent(&mut self.programs);
         }
     }
 
@@ -141,19 +150,26 @@ impl Plans {
         signature: Signature,
         key: ProgramKey,
     ) -> Result<Option<Executed>, HarnessError> {
+        let now = self.runs;
         let program = match self.programs.entry(key) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
                 let program = identity_program(&Extents::Symbolic(entry.key()))?;
-                entry.insert(program)
+                entry.insert((program, now))
             }
         };
+        program.1 = now;
+        let program = &program.0;
         let kept = match self.prepared.entry(signature.clone()) {
-            Entry::Occupied(entry) => Some((entry.into_mut(), true)),
+            Entry::Occupied(entry) => {
+                let (plan, used) = entry.into_mut();
+                *used = now;
+                Some((&*plan, true))
+            }
             Entry::Vacant(entry) => run
                 .prepare(program)
                 .ok()
-                .map(|plan| (entry.insert(plan), false)),
+                .map(|plan| (&entry.insert((plan, now)).0, false)),
         };
         match kept {
             Some((plan, reused)) => {
@@ -175,6 +191,17 @@ impl Plans {
             }
         }
         Ok(None)
+    }
+}
+
+/// Drop the entry of `cache` used least recently.
+fn evict_least_recent<K: Clone + Eq + std::hash::Hash, V>(cache: &mut HashMap<K, (V, u64)>) {
+    let oldest = cache
+        .iter()
+        .min_by_key(|(_, (_, used))| *used)
+        .map(|(key, _)| key.clone());
+    if let Some(oldest) = oldest {
+        cache.remove(&oldest);
     }
 }
 

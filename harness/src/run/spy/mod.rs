@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::trace::current_launch_domain;
@@ -172,7 +172,9 @@ struct RunExpectations {
 /// runtime, so the runtime never unwinds and the rig stays usable.
 #[derive(Debug)]
 pub struct Spy {
-    inner: Arc<dyn TransferProvider>,
+    /// The provider under test: replaced only between runs
+    /// ([`crate::Rig::replace_provider`]).
+    inner: RwLock<Arc<dyn TransferProvider>>,
     destination: Option<Endpoint>,
     source: Option<Endpoint>,
     /// Whether the destination's counts of memory in use are sampled.
@@ -188,7 +190,7 @@ impl Spy {
     /// Spy on `inner`; completion is not observed without a destination.
     pub fn new(inner: Arc<dyn TransferProvider>) -> Self {
         Self {
-            inner,
+            inner: RwLock::new(inner),
             destination: None,
             source: None,
             counts_memory: false,
@@ -219,6 +221,21 @@ impl Spy {
             counts_memory: route.counts_memory(),
             ..Self::new(inner)
         }
+    }
+
+    /// Spy on `provider` from now on, forget what was recorded of the one
+    /// before, and give that one back. Its calls in flight keep the
+    /// provider they started with.
+    pub(crate) fn replace_inner(
+        &self,
+        provider: Arc<dyn TransferProvider>,
+    ) -> Arc<dyn TransferProvider> {
+        let before = std::mem::replace(
+            &mut *self.inner.write().unwrap_or_else(PoisonError::into_inner),
+            provider,
+        );
+        self.take();
+        before
     }
 
     /// The request of a call that has not returned yet, if one is running.
@@ -333,7 +350,8 @@ impl TransferProvider for Spy {
             .as_ref()
             .map(|destination| Sample::of(destination, self.counts_memory))
             .filter(Sample::accounts);
-        let result = catch_unwind(AssertUnwindSafe(|| self.inner.transfer_blocking(request)));
+        let inner = Arc::clone(&self.inner.read().unwrap_or_else(PoisonError::into_inner));
+        let result = catch_unwind(AssertUnwindSafe(|| inner.transfer_blocking(request)));
         // The borrowed input, read again before anything else runs, and
         // compared with what it held as it is read.
         let input_after_return = self

@@ -219,6 +219,34 @@ impl Watchdog {
         }
     }
 
+    /// Run the later cases with `provider` instead, on the same runtime,
+    /// devices and prepared plans ([`Rig::replace_provider`]); a worker
+    /// started after a hang runs it too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Route, Watchdog};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut watchdog = Watchdog::inline(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// watchdog.run(&case).unwrap();
+    /// watchdog.replace_provider(Arc::new(HostProvider::new()));
+    /// assert!(Oracle.judge(&case, &route, &watchdog.run(&case).unwrap()).passed());
+    /// ```
+    pub fn replace_provider(&mut self, provider: Arc<dyn TransferProvider>) {
+        self.provider = Arc::clone(&provider);
+        self.keeping = false;
+        if let Some(rig) = &mut self.inline {
+            rig.replace_provider(provider);
+        } else if let Some(worker) = &self.worker {
+            // A worker that is gone is started again with the new provider.
+            let _ = worker.jobs.send(Job::Replace(provider));
+        }
+    }
+
     /// Read the held outputs a last time and drop them
     /// ([`Rig::release_outputs`]); held outputs lost with a hung worker
     /// are not read.

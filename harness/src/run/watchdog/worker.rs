@@ -58,6 +58,9 @@ pub(super) enum Job {
     /// Read the held outputs once more and drop them
     /// ([`Rig::release_outputs`]).
     Release,
+    /// Run the later cases with another provider
+    /// ([`Rig::replace_provider`]).
+    Replace(Arc<dyn TransferProvider>),
 }
 
 /// What the worker tells the watchdog.
@@ -117,6 +120,10 @@ impl Worker {
                         Job::Run(cases) => Message::Done(Box::new(rig.run_together(&cases))),
                         Job::Keep(keep) => {
                             rig.keep_outputs(keep);
+                            continue;
+                        }
+                        Job::Replace(provider) => {
+                            rig.replace_provider(provider);
                             continue;
                         }
                         Job::Release => Message::Released(rig.release_outputs()),
