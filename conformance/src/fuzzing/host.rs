@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Unstructured};
+use tenferro_runtime::TransferProvider;
 use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
     Case, Compared, HarnessError, HostProvider, Route, RuntimeVerdict,
 };
 
-use super::{FuzzFailure, WatchdogPool, agrees_with_runtime};
+use super::{FuzzFailure, Making, WatchdogPool, agrees_with_runtime};
 use crate::runner::{JudgedAs, run_cases};
 
 /// The `host_provider` fuzz target: a decoded tensor or view, with values
@@ -74,9 +75,17 @@ impl HostFuzzer {
         );
         let watchdog = self
             .pool
-            .get(0, &[], None, || {
-                Ok((Route::host_to_host()?, Arc::new(HostProvider::new())))
-            })
+            .get(
+                0,
+                &[],
+                None,
+                Making {
+                    route: Route::host_to_host,
+                    reference: |_: &Route| {
+                        Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>)
+                    },
+                },
+            )
             .map_err(|source| FuzzFailure::Harness {
                 context: context.clone(),
                 source,

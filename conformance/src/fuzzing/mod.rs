@@ -27,16 +27,15 @@ mod host;
 mod watchdogs;
 
 pub use host::HostFuzzer;
-use watchdogs::WatchdogPool;
+use watchdogs::{Making, WatchdogPool};
 
 use crate::runner::{CaseHook, CaseRun, JudgedAs, merged, run_cases};
-use std::sync::Arc;
+use std::fmt;
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
 use tenferro_mock_devices::providers::Fault;
 use tenferro_mock_devices::{FaultPlan, TraceEvent};
-use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
     Case, HarnessError, Judgement, Outcome, Route, Rule, Violation, Watchdog,
@@ -254,12 +253,14 @@ impl ContractFuzzer {
         let deadline = hangs.then_some(HANG_DEADLINE);
         let watchdog = pooled_watchdog(&mut self.pool, builtin, index, input, deadline)?;
         let route = watchdog.route().clone();
-        let context = format!(
-            "{} [{}] under `{plan}`: {}",
-            route.label(),
-            builtin.name,
-            input.recipe.to_json()
-        );
+        // Written out only for a failure: most inputs pass, and the
+        // recipe's JSON was a few per cent of an input's time.
+        let context = InputContext {
+            route: &route,
+            provider: builtin.name,
+            plan: &plan,
+            recipe: &input.recipe,
+        };
         let behaviour = (input.faults.as_slice(), &plan);
         if hangs
             && !hang_tried(
@@ -286,7 +287,7 @@ impl ContractFuzzer {
             Err(HarnessError::Unavailable { reason }) => return Ok(Checked::Skipped { reason }),
             Err(source) => {
                 return Err(FuzzFailure::Harness {
-                    context: context.clone(),
+                    context: context.to_string(),
                     source,
                 });
             }
@@ -359,6 +360,28 @@ impl ContractFuzzer {
     }
 }
 
+/// What a failure names of an input: its route, provider, device fault
+/// plan and recipe (as JSON).
+struct InputContext<'a> {
+    route: &'a Route,
+    provider: &'a str,
+    plan: &'a FaultPlan,
+    recipe: &'a Recipe,
+}
+
+impl fmt::Display for InputContext<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{} [{}] under `{}`: {}",
+            self.route.label(),
+            self.provider,
+            self.plan,
+            self.recipe.to_json()
+        )
+    }
+}
+
 /// One input's run once judged, with what it is held to: its built-in
 /// provider, faults and plan, the cases the run reached and its first
 /// case, its route, judgement and outcome, and the context a failure
@@ -376,7 +399,7 @@ struct JudgedInput<'a> {
     route: &'a Route,
     judgement: &'a Judgement,
     outcome: &'a Outcome,
-    context: &'a str,
+    context: &'a dyn fmt::Display,
 }
 
 /// The cases of a run whose input reached the provider: the first, where
@@ -403,13 +426,15 @@ fn pooled_watchdog<'p>(
     input: &ContractInput,
     deadline: Option<Duration>,
 ) -> Result<&'p mut Watchdog, FuzzFailure> {
-    pool.get(index, &input.faults, deadline, || {
-        route_and_provider(builtin)
-    })
-    .map_err(|source| FuzzFailure::Harness {
-        context: format!("{} {}", builtin.name, input.recipe.to_json()),
-        source,
-    })
+    let making = Making {
+        route: || builtin.route(),
+        reference: |route: &Route| builtin.provider(route),
+    };
+    pool.get(index, &input.faults, deadline, making)
+        .map_err(|source| FuzzFailure::Harness {
+            context: format!("{} {}", builtin.name, input.recipe.to_json()),
+            source,
+        })
 }
 
 /// The cases `input`'s recipe names.
@@ -470,22 +495,16 @@ fn hang_tried(
     hang && stall
 }
 
-/// A fresh route of `builtin` and its reference provider.
-fn route_and_provider(
-    builtin: BuiltinProvider,
-) -> Result<(Route, Arc<dyn TransferProvider>), HarnessError> {
-    let route = builtin.route()?;
-    let provider = builtin.provider(&route)?;
-    Ok((route, provider))
-}
-
-fn agrees_with_runtime(violations: &[Violation], context: &str) -> Result<(), FuzzFailure> {
+fn agrees_with_runtime(
+    violations: &[Violation],
+    context: &dyn fmt::Display,
+) -> Result<(), FuzzFailure> {
     match violations
         .iter()
         .find(|violation| violation.rule == Rule::RuntimeAgreement)
     {
         Some(violation) => Err(FuzzFailure::RuntimeDisagreement {
-            context: context.to_owned(),
+            context: context.to_string(),
             message: violation.message.clone(),
         }),
         None => Ok(()),
@@ -493,13 +512,17 @@ fn agrees_with_runtime(violations: &[Violation], context: &str) -> Result<(), Fu
 }
 
 /// `Ok(provider)` when `check` passed, else the kill-matrix failure.
-fn measured(provider: String, check: CaseCheck, context: &str) -> Result<String, FuzzFailure> {
+fn measured(
+    provider: String,
+    check: CaseCheck,
+    context: &dyn fmt::Display,
+) -> Result<String, FuzzFailure> {
     if check.passed() {
         Ok(provider)
     } else {
         Err(FuzzFailure::KillMatrix {
             provider,
-            context: context.to_owned(),
+            context: context.to_string(),
             check,
         })
     }
@@ -512,7 +535,7 @@ fn reference_under_plan(
     builtin: BuiltinProvider,
     outcome: &Outcome,
     judgement: &Judgement,
-    context: &str,
+    context: &dyn fmt::Display,
 ) -> Result<Checked, FuzzFailure> {
     let injected = outcome
         .trace
@@ -553,9 +576,9 @@ mod tests {
 
     #[test]
     fn a_disagreement_with_the_runtime_is_a_failure() {
-        assert!(agrees_with_runtime(&judged(&[Rule::Values]), "case").is_ok());
+        assert!(agrees_with_runtime(&judged(&[Rule::Values]), &"case").is_ok());
         assert!(matches!(
-            agrees_with_runtime(&judged(&[Rule::RuntimeAgreement]), "case"),
+            agrees_with_runtime(&judged(&[Rule::RuntimeAgreement]), &"case"),
             Err(FuzzFailure::RuntimeDisagreement { .. })
         ));
     }
@@ -563,7 +586,7 @@ mod tests {
     #[test]
     fn a_missed_or_extra_rule_is_a_failure() {
         let check = CaseCheck::of_violations(&[Rule::Dtype], false, &judged(&[Rule::Values]), &[]);
-        let failure = measured("broken".to_owned(), check, "case").unwrap_err();
+        let failure = measured("broken".to_owned(), check, &"case").unwrap_err();
         let FuzzFailure::KillMatrix { check, .. } = failure else {
             panic!("{failure:?}");
         };
