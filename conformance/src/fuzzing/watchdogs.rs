@@ -175,7 +175,9 @@ fn with_faults(
     if faults.is_empty() {
         reference
     } else {
-        Arc::new(Broken::new(reference, faults.to_vec()))
+        // One case at a time: no call overlaps another, so a shared
+        // staging slot's window would only wait.
+        Arc::new(Broken::new(reference, faults.to_vec()).with_staging_window(Duration::ZERO))
     }
 }
 

@@ -78,6 +78,32 @@ impl Broken {
         }
     }
 
+    /// How long a call with [`Fault::SharedStagingSlot`] holds the shared
+    /// slot before it copies out of it: the window in which a concurrent
+    /// call of the same size overwrites it (1 ms unless set). A caller
+    /// whose calls never overlap (a fuzz target, one case at a time) sets
+    /// it to zero: no other call can come between, and the wait was most
+    /// of each call's time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tenferro_mock_devices::providers::{Broken, Fault};
+    /// use tenferro_mock_devices::{SimDevice, SimUpload};
+    ///
+    /// let device = SimDevice::new(0).unwrap();
+    /// let broken = Broken::new(Arc::new(SimUpload::new(device)), vec![Fault::SharedStagingSlot])
+    ///     .with_staging_window(Duration::ZERO);
+    /// assert_eq!(broken.name(), "shared-staging-slot");
+    /// ```
+    #[must_use]
+    pub fn with_staging_window(mut self, window: std::time::Duration) -> Self {
+        self.kept.window = window;
+        self
+    }
+
     /// The faults' names joined by `+`.
     pub fn name(&self) -> &str {
         &self.name
