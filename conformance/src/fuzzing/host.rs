@@ -68,11 +68,11 @@ impl HostFuzzer {
         // The first input takes the rest of the bytes as its values; the
         // inputs moved with it keep their seeded ones.
         cases[0] = with_raw_values(cases[0].clone(), u.take_rest()).map_err(invalid)?;
-        let context = format!(
-            "{} with values {}",
-            recipe.to_json(),
-            hex(cases[0].values())
-        );
+        // Written out only for a failure.
+        let context = HostContext {
+            recipe: &recipe,
+            case: &cases[0],
+        };
         let watchdog = self
             .pool
             .get(
@@ -87,7 +87,7 @@ impl HostFuzzer {
                 },
             )
             .map_err(|source| FuzzFailure::Harness {
-                context: context.clone(),
+                context: context.to_string(),
                 source,
             })?;
         let route = watchdog.route().clone();
@@ -99,7 +99,7 @@ impl HostFuzzer {
                 Err(skip) if skip.is_skip() => continue,
                 Err(source) => {
                     return Err(FuzzFailure::Harness {
-                        context: context.clone(),
+                        context: context.to_string(),
                         source,
                     });
                 }
@@ -107,7 +107,7 @@ impl HostFuzzer {
             agrees_with_runtime(judgement.violations(), &context)?;
             if let Some(violation) = judgement.violations().first() {
                 return Err(FuzzFailure::HostValues {
-                    context,
+                    context: context.to_string(),
                     message: format!("{}: {}", violation.rule, violation.message),
                 });
             }
@@ -115,7 +115,7 @@ impl HostFuzzer {
                 RuntimeVerdict::Accepted(output) if output.bytes == Compared::Same => {}
                 other => {
                     return Err(FuzzFailure::HostValues {
-                        context,
+                        context: context.to_string(),
                         message: format!(
                             "the runtime's output is not the case's values bit for bit: {other:?}"
                         ),
@@ -124,6 +124,24 @@ impl HostFuzzer {
             }
         }
         Ok(())
+    }
+}
+
+/// What a failure names of an input: its recipe (as JSON) and the first
+/// case's first bytes.
+struct HostContext<'a> {
+    recipe: &'a Recipe,
+    case: &'a Case,
+}
+
+impl std::fmt::Display for HostContext<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "{} with values {}",
+            self.recipe.to_json(),
+            hex(self.case.values())
+        )
     }
 }
 

@@ -24,7 +24,7 @@ const PROVIDERS_KEPT: usize = 512;
 /// its devices and its plans: bounds what a provider left on the devices.
 /// A rebuild prepares every plan again; at 256 inputs, when each watchdog
 /// had one set of faults, that was most of the fuzz targets' time.
-const WATCHDOG_LIFETIME: usize = 16384;
+const WATCHDOG_LIFETIME: usize = 16_384;
 
 /// Watchdogs kept at once; beyond this the one used least recently makes
 /// room. The fuzzers' keys are fewer (8 and 1), so none is dropped there.
