@@ -179,10 +179,10 @@ impl Rig {
         calls: &[SpyRecord],
         ran: &Ran,
     ) -> Option<HeldOutputs> {
-        let last = cases.last().map(case_words);
-        let mut seen = self
-            .keeping
-            .then(|| self.held.reread(last.as_deref(), self.route.destination()));
+        let mut seen = self.keeping.then(|| {
+            let last = cases.last().map(case_words);
+            self.held.reread(last.as_deref(), self.route.destination())
+        });
         if let (true, Ok(observed)) = (cases.len() > 1, &ran.executed.outputs)
             && calls.len() == cases.len()
         {

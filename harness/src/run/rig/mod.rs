@@ -359,15 +359,23 @@ impl Rig {
             reached,
             leaks,
             held,
-            trace: self.trace.take(),
         };
+        let mut trace = self.trace.take();
         let mut calls = calls_by_input(calls, cases.len());
-        let outcomes = cases
-            .iter()
+        let outcomes = ran
+            .input_reads
+            .into_iter()
             .enumerate()
-            .zip(ran.input_reads)
-            .map(|((index, _), reads)| {
-                self.outcome_of(&ended, index, std::mem::take(&mut calls[index]), reads)
+            .map(|(index, reads)| {
+                // Each input's outcome has the run's trace; the last takes
+                // it, the others a copy.
+                let trace = if index + 1 == cases.len() {
+                    std::mem::take(&mut trace)
+                } else {
+                    trace.clone()
+                };
+                let call = std::mem::take(&mut calls[index]);
+                self.outcome_of(&ended, index, call, reads, trace)
             })
             .collect();
         self.recent.remember(cases);
@@ -423,13 +431,15 @@ impl Rig {
     }
 
     /// The [`Outcome`] of input `index` of a run that `ended` so, with its
-    /// provider calls `call` and its backing's reads (before, after).
+    /// provider calls `call`, its backing's reads (before, after) and the
+    /// run's `trace`.
     fn outcome_of(
         &self,
         ended: &RunEnd<'_>,
         index: usize,
         mut call: Vec<SpyRecord>,
         (before_read, after_read): (InputBefore, Option<Compared>),
+        trace: Vec<TraceEvent>,
     ) -> Outcome {
         let last = index + 1 == ended.reached;
         let runtime = ended.verdict_of(index);
@@ -447,7 +457,7 @@ impl Rig {
             runtime,
             calls: call,
             snapshot_event_domains: self.event_domains,
-            trace: ended.trace.clone(),
+            trace,
             leaks: ended.leaks_of(index),
             input: InputReads {
                 before: before_read,
@@ -539,8 +549,6 @@ struct RunEnd<'a> {
     leaks: LeakCheck,
     /// The held outputs read again, reported on the last input.
     held: Option<HeldOutputs>,
-    /// What the run did, in order.
-    trace: Vec<TraceEvent>,
 }
 
 impl RunEnd<'_> {

@@ -269,7 +269,7 @@ impl RunOn<'_, '_, '_> {
     /// there (or done without a transfer): nothing of it has happened
     /// yet, and it runs again on its own program.
     fn untouched(&self) -> bool {
-        self.spy.last().is_none()
+        !self.spy.has_records()
     }
 }
 

@@ -305,6 +305,16 @@ impl Spy {
             .cloned()
     }
 
+    /// Whether a call was recorded since the last [`Spy::take`] (without
+    /// copying the record, as [`Spy::last`] does).
+    pub(crate) fn has_records(&self) -> bool {
+        !self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
     fn push(&self, record: SpyRecord) {
         self.records
             .lock()
