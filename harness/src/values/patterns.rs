@@ -49,6 +49,18 @@ pub(crate) fn pattern_bytes(dtype: DType, count: usize) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// An integer element of the pattern: 7, `min`, `max` and -1 in turn at
+/// the special places, else the position's bits.
+fn int_bits(special: Option<usize>, min: i64, max: i64, bits: u64) -> i64 {
+    match special.map(|k| k % 4) {
+        Some(0) => 7,
+        Some(1) => min,
+        Some(2) => max,
+        Some(_) => -1,
+        None => bits as i64,
+    }
+}
+
 /// Append element `i` of the pattern: a special value every other element,
 /// position-dependent bits in between.
 pub(crate) fn pattern_element(dtype: DType, i: usize, out: &mut Vec<u8>) {
@@ -57,24 +69,14 @@ pub(crate) fn pattern_element(dtype: DType, i: usize, out: &mut Vec<u8>) {
     match dtype {
         DType::F32 => out.extend_from_slice(&f32_bits(special, bits).to_le_bytes()),
         DType::F64 => out.extend_from_slice(&f64_bits(special, bits).to_le_bytes()),
+        // Truncating the I64 pattern to 32 bits keeps 7 and -1, and the
+        // extremes come in as I32's own.
         DType::I32 => {
-            let value = match special.map(|k| k % 4) {
-                Some(0) => 7,
-                Some(1) => i32::MIN,
-                Some(2) => i32::MAX,
-                Some(_) => -1,
-                None => bits as i32,
-            };
+            let value = int_bits(special, i64::from(i32::MIN), i64::from(i32::MAX), bits) as i32;
             out.extend_from_slice(&value.to_le_bytes());
         }
         DType::I64 => {
-            let value = match special.map(|k| k % 4) {
-                Some(0) => 7,
-                Some(1) => i64::MIN,
-                Some(2) => i64::MAX,
-                Some(_) => -1,
-                None => bits as i64,
-            };
+            let value = int_bits(special, i64::MIN, i64::MAX, bits);
             out.extend_from_slice(&value.to_le_bytes());
         }
         // Index 0 is false so it differs from the backing filler.
