@@ -105,12 +105,7 @@ fn generated_part(part: Part<'_>, route: &Route, seed: &Cell<u64>, cases: u64) -
 }
 
 /// Run `cases` generated cases and return how long they took.
-fn generated(
-    watchdog: &RefCell<Watchdog>,
-    route: &Route,
-    seed: &Cell<u64>,
-    cases: u64,
-) -> Duration {
+fn generated(watchdog: &RefCell<Watchdog>, seed: &Cell<u64>, cases: u64) -> Duration {
     let (mut runner, strategy) = next_stream(seed, cases);
     let start = Instant::now();
     runner
@@ -118,11 +113,16 @@ fn generated(
             let case = recipe
                 .case()
                 .map_err(|error| TestCaseError::fail(error.to_string()))?;
-            let outcome = watchdog
+            // Judged on the worker, as the suite judges (the outcome is
+            // dropped where it was made); the judgement comes back.
+            let judgement = watchdog
                 .borrow_mut()
-                .run(&case)
-                .map_err(|error| TestCaseError::fail(error.to_string()))?;
-            let judgement = Oracle.judge(&case, route, &outcome);
+                .run_together_then(std::slice::from_ref(&case), |route, case, outcome| {
+                    Oracle.judge(case, route, &outcome)
+                })
+                .map_err(|error| TestCaseError::fail(error.to_string()))?
+                .pop()
+                .expect("one input, one judgement");
             if judgement.passed() {
                 Ok(())
             } else {
@@ -148,11 +148,11 @@ fn bench(criterion: &mut Criterion) {
         let mut bare = BareRun::new(&route, inner, stage(route.source(), vec![1.5_f64, -0.0]));
         let seed = Cell::new(0);
         group.bench_function(format!("{} generated case", provider.name), |b| {
-            b.iter_custom(|cases| generated(&watchdog, &route, &seed, cases))
+            b.iter_custom(|cases| generated(&watchdog, &seed, cases))
         });
         let ratio = interleaved(
             9,
-            &mut |cases| generated(&watchdog, &route, &seed, cases),
+            &mut |cases| generated(&watchdog, &seed, cases),
             &mut timed(|| bare.run()),
         );
         // The same stream of cases, each compiled, prepared and run afresh
@@ -161,7 +161,7 @@ fn bench(criterion: &mut Criterion) {
         let mut next = 0;
         let fresh = interleaved(
             9,
-            &mut |cases| generated(&watchdog, &route, &seed, cases),
+            &mut |cases| generated(&watchdog, &seed, cases),
             &mut timed(|| {
                 bare.run_fresh(&route, &floor_cases[next % floor_cases.len()]);
                 next += 1;

@@ -190,7 +190,7 @@ pub(crate) fn drawn_seed() -> u64 {
 /// judged, skipped where the route cannot run it here, or not set up; and
 /// the coverage of its inputs.
 fn outcome_of(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) -> (CaseOutcome, Coverage) {
-    let (run, coverage) = run_recipe_covered(watchdog, route, recipe);
+    let (run, coverage) = run_recipe_covered(watchdog, route, recipe, drop);
     (case_outcome(run), coverage)
 }
 

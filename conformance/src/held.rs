@@ -16,7 +16,7 @@ use tenferro_transfer_harness::{
 
 use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
-use crate::runner::{JudgedAs, input_label, run_cases};
+use crate::runner::{JudgedAs, input_label, run_cases_keeping};
 
 /// The largest case the pass holds, in elements: a few outputs of it are
 /// held at once, and the pass's memory must stay within a few large cases.
@@ -158,13 +158,16 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
         };
         runs += 1;
         let total = cases.len();
-        for (index, run) in run_cases(watchdog, route, &cases, JudgedAs::Inside, None)
+        for (index, run) in
+            run_cases_keeping(watchdog, route, &cases, JudgedAs::Inside, None, |outcome| {
+                outcome.held
+            })
             .into_iter()
             .enumerate()
         {
             match run {
-                Ok((judgement, outcome)) => {
-                    if let Some(held) = outcome.held {
+                Ok((judgement, held)) => {
+                    if let Some(held) = held {
                         found.reread += held.reread;
                         found.changed.extend(held.changed);
                     }

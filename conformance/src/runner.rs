@@ -10,8 +10,13 @@
 //! capabilities, and returns a typed [`CaseRun`] (a `Result`). A panic of the harness
 //! itself (the oracle, say) is the harness's error with the reason, not
 //! an unwinding test.
+//!
+//! The judging runs on the watchdog's worker, where the outcome was made
+//! ([`Watchdog::run_together_then`]): the outcome is dropped there, and only
+//! the judgement and what the caller keeps of the outcome cross back.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
@@ -32,16 +37,17 @@ pub(crate) enum JudgedAs<'a> {
     Outside(&'a OutsideCase),
 }
 
-/// A judged case: the oracle's judgement of the provider's call, and the
-/// outcome it judged (the call, the runtime's verdict, the trace).
-pub(crate) type Judged = (Judgement, Box<Outcome>);
+/// A judged case: the oracle's judgement of the provider's call, and what
+/// its caller kept of the outcome it judged (nothing, unless it asked:
+/// [`run_cases_keeping`]).
+pub(crate) type Judged<K = ()> = (Judgement, K);
 
 /// One case's run: judged, or the harness's typed error where it was not.
 /// An error that [is a skip](HarnessError::is_skip)
 /// ([`HarnessError::Unavailable`]: the route cannot run the case here, a
 /// call abandoned after a hang, an input its run never reached) carries
 /// the reason; any other means the harness could not run or judge the case.
-pub(crate) type CaseRun = Result<Judged, HarnessError>;
+pub(crate) type CaseRun<K = ()> = Result<Judged<K>, HarnessError>;
 
 /// A skip with `reason`: the route cannot run the case here. Never a pass.
 pub(crate) fn skipped(reason: String) -> HarnessError {
@@ -50,8 +56,8 @@ pub(crate) fn skipped(reason: String) -> HarnessError {
 
 /// The record of a run: its outcome through the one conversion
 /// ([`case_outcome`]), with the coverage of a judged case.
-pub(crate) fn into_record(
-    run: CaseRun,
+pub(crate) fn into_record<K>(
+    run: CaseRun<K>,
     case: &Case,
     route: &str,
     origin: Origin,
@@ -68,7 +74,7 @@ pub(crate) fn into_record(
 /// judged case passed or failed, checked exactly where the oracle judged;
 /// a case the route cannot run here skipped with the reason; a case the
 /// harness could not run not set up, with the error and its causes.
-pub(crate) fn case_outcome(run: CaseRun) -> CaseOutcome {
+pub(crate) fn case_outcome<K>(run: CaseRun<K>) -> CaseOutcome {
     match run {
         Ok((judgement, _)) => CaseOutcome::judged(&judgement),
         Err(HarnessError::Unavailable { reason }) => CaseOutcome::Skipped { reason },
@@ -109,7 +115,9 @@ pub(crate) fn run_case(
 /// Move every input of `cases` in one run on `watchdog` ([`Watchdog::run_together`]),
 /// with `hook` armed for the run, and judge each as `judged_as`: one
 /// [`CaseRun`] per input, in order. An input the run never reached is
-/// skipped with the reason.
+/// skipped with the reason. The outcomes are judged and dropped on the
+/// watchdog's worker, where they were made; a caller that needs more of
+/// an outcome than its judgement asks [`run_cases_keeping`].
 pub(crate) fn run_cases(
     watchdog: &mut Watchdog,
     route: &Route,
@@ -117,17 +125,36 @@ pub(crate) fn run_cases(
     judged_as: JudgedAs<'_>,
     hook: Option<&dyn CaseHook>,
 ) -> Vec<CaseRun> {
+    run_cases_keeping(watchdog, route, cases, judged_as, hook, drop)
+}
+
+/// As [`run_cases`], with what `keep` takes of each judged outcome.
+pub(crate) fn run_cases_keeping<K: Send + 'static>(
+    watchdog: &mut Watchdog,
+    route: &Route,
+    cases: &[Case],
+    judged_as: JudgedAs<'_>,
+    hook: Option<&dyn CaseHook>,
+    keep: fn(Outcome) -> K,
+) -> Vec<CaseRun<K>> {
+    // What the worker judges by: its own copy of an outside case.
+    let judging = match judged_as {
+        JudgedAs::Inside => None,
+        JudgedAs::Outside(outside) => Some(Arc::new(outside.clone())),
+    };
     if let Some(hook) = hook {
         hook.arm(route);
     }
-    let outcomes = watchdog.run_together(cases);
+    let runs = watchdog.run_together_then(cases, move |route, case, outcome| {
+        judge(case, route, outcome, judging.as_deref(), keep)
+    });
     if let Some(hook) = hook {
         hook.disarm(route);
     }
-    let outcomes = match outcomes {
-        Ok(outcomes) => outcomes,
+    match runs {
+        Ok(runs) => runs,
         Err(HarnessError::Unavailable { reason }) => {
-            return cases.iter().map(|_| Err(skipped(reason.clone()))).collect();
+            cases.iter().map(|_| Err(skipped(reason.clone()))).collect()
         }
         Err(error) => {
             let message = describe_error(&error);
@@ -137,18 +164,20 @@ pub(crate) fn run_cases(
                     reason: message.clone(),
                 })
             }));
-            return runs;
+            runs
         }
-    };
-    cases
-        .iter()
-        .zip(outcomes)
-        .map(|(case, outcome)| judge(case, route, outcome, judged_as))
-        .collect()
+    }
 }
 
-/// Judge one input's outcome.
-fn judge(case: &Case, route: &Route, outcome: Outcome, judged_as: JudgedAs<'_>) -> CaseRun {
+/// Judge one input's outcome, inside the capabilities or (`outside`) just
+/// outside them, keeping what `keep` takes of it.
+fn judge<K>(
+    case: &Case,
+    route: &Route,
+    outcome: Outcome,
+    outside: Option<&OutsideCase>,
+    keep: fn(Outcome) -> K,
+) -> CaseRun<K> {
     match &outcome.runtime {
         // A case that overran the short deadline of a route whose provider
         // has hung: not proven to hang, so skipped with the reason.
@@ -161,12 +190,12 @@ fn judge(case: &Case, route: &Route, outcome: Outcome, judged_as: JudgedAs<'_>) 
         }
         _ => {}
     }
-    let judged = catch_unwind(AssertUnwindSafe(|| match judged_as {
-        JudgedAs::Inside => Oracle.judge(case, route, &outcome),
-        JudgedAs::Outside(outside) => Oracle.judge_outside(outside, route, &outcome),
+    let judged = catch_unwind(AssertUnwindSafe(|| match outside {
+        None => Oracle.judge(case, route, &outcome),
+        Some(outside) => Oracle.judge_outside(outside, route, &outcome),
     }));
     match judged {
-        Ok(judgement) => Ok((judgement, Box::new(outcome))),
+        Ok(judgement) => Ok((judgement, keep(outcome))),
         Err(payload) => Err(HarnessError::InvalidCase {
             reason: format!(
                 "judging the case panicked (a harness bug; please report it): {}",
@@ -178,7 +207,7 @@ fn judge(case: &Case, route: &Route, outcome: Outcome, judged_as: JudgedAs<'_>) 
 
 /// The runs of the inputs of one run as one ([`merged_as`]), each labelled
 /// with its place in the run.
-pub(crate) fn merged(cases: &[Case], runs: Vec<CaseRun>) -> CaseRun {
+pub(crate) fn merged<K>(cases: &[Case], runs: Vec<CaseRun<K>>) -> CaseRun<K> {
     let total = runs.len();
     merged_as(
         cases
@@ -194,7 +223,7 @@ pub(crate) fn merged(cases: &[Case], runs: Vec<CaseRun>) -> CaseRun {
 /// (every violation led by its label, see [`Judgement::merged`]), with the
 /// outcome of the last judged; not run where any could not run; else
 /// skipped. A single run is returned as it is.
-pub(crate) fn merged_as(parts: Vec<(String, CaseRun)>) -> CaseRun {
+pub(crate) fn merged_as<K>(parts: Vec<(String, CaseRun<K>)>) -> CaseRun<K> {
     if parts.len() == 1 {
         if let Some((_, only)) = parts.into_iter().next() {
             return only;
@@ -238,18 +267,20 @@ pub(crate) fn input_label(index: usize, total: usize, case: &Case) -> String {
 /// [`CaseRun`] ([`merged`]); a recipe that does not build is
 /// the harness's error.
 pub(crate) fn run_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe) -> CaseRun {
-    run_recipe_covered(watchdog, route, recipe).0
+    run_recipe_covered(watchdog, route, recipe, drop).0
 }
 
-/// As [`run_recipe`], with the coverage of every input judged.
-pub(crate) fn run_recipe_covered(
+/// As [`run_recipe`], with the coverage of every input judged, keeping
+/// what `keep` takes of each outcome ([`run_cases_keeping`]).
+pub(crate) fn run_recipe_covered<K: Send + 'static>(
     watchdog: &mut Watchdog,
     route: &Route,
     recipe: &Recipe,
-) -> (CaseRun, Coverage) {
+    keep: fn(Outcome) -> K,
+) -> (CaseRun<K>, Coverage) {
     match recipe.cases() {
         Ok(cases) => {
-            let runs = run_cases(watchdog, route, &cases, JudgedAs::Inside, None);
+            let runs = run_cases_keeping(watchdog, route, &cases, JudgedAs::Inside, None, keep);
             let mut coverage = Coverage::default();
             for (case, run) in cases.iter().zip(&runs) {
                 if let Ok((judgement, _)) = run {

@@ -428,12 +428,12 @@ impl Shared<'_> {
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
             let (outcome, accounting_seen, coverage) = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    let (mut run, coverage) = run_recipe_covered(watchdog, self.route, recipe);
+                    let (mut run, coverage) = run_recipe_covered(watchdog, self.route, recipe, |outcome| outcome.calls);
                     if twin_round(index) {
                         name_crossed(&mut run, thread, index, plans);
                     }
-                    let seen = matches!(&run, Ok((_, outcome))
-                        if outcome.calls.first().and_then(|call| call.destination_saw_output) == Some(true));
+                    let seen = matches!(&run, Ok((_, calls))
+                        if calls.first().and_then(|call| call.destination_saw_output) == Some(true));
                     (case_outcome(run), seen, coverage)
                 }))
                 .unwrap_or_else(|payload| {

@@ -3,7 +3,7 @@
 //! crossed value names the thread whose input arrived.
 
 use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
-use tenferro_transfer_harness::{Compared, ProviderResult, Rule};
+use tenferro_transfer_harness::{Compared, ProviderResult, Rule, SpyRecord};
 
 use crate::runner::CaseRun;
 
@@ -46,14 +46,19 @@ pub(super) fn twin_round(index: usize) -> bool {
 /// Whose input `run`'s output holds, when it is not its own: the thread of
 /// the same round whose case has those values, named in the `values`
 /// violation.
-pub(super) fn name_crossed(run: &mut CaseRun, thread: usize, index: usize, plans: &[Vec<Recipe>]) {
-    let Ok((judgement, outcome)) = run else {
+pub(super) fn name_crossed(
+    run: &mut CaseRun<Vec<SpyRecord>>,
+    thread: usize,
+    index: usize,
+    plans: &[Vec<Recipe>],
+) {
+    let Ok((judgement, calls)) = run else {
         return;
     };
     if !judgement.rules().contains(&Rule::Values) {
         return;
     }
-    let returned = match outcome.calls.last().map(|call| &call.result) {
+    let returned = match calls.last().map(|call| &call.result) {
         // Only an output that is not its own case's values kept its image.
         Some(ProviderResult::Returned(returned)) => match &returned.bytes {
             Compared::Image(bytes) => bytes.clone(),

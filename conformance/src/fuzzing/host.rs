@@ -13,7 +13,7 @@ use tenferro_transfer_harness::{
 };
 
 use super::{FuzzFailure, Making, WatchdogPool, agrees_with_runtime};
-use crate::runner::{JudgedAs, run_cases};
+use crate::runner::{JudgedAs, run_cases_keeping};
 
 /// The `host_provider` fuzz target: a decoded tensor or view, with values
 /// taken straight from the input's remaining bytes, through the real
@@ -91,7 +91,7 @@ impl HostFuzzer {
                 source,
             })?;
         let route = watchdog.route().clone();
-        for run in run_cases(watchdog, &route, &cases, JudgedAs::Inside, None) {
+        for run in run_cases_keeping(watchdog, &route, &cases, JudgedAs::Inside, None, Box::new) {
             let (judgement, outcome) = match run {
                 Ok((judgement, outcome)) => (judgement, *outcome),
                 // Plain host memory stages every case; a skip here would be

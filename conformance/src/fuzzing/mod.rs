@@ -29,7 +29,7 @@ mod watchdogs;
 pub use host::HostFuzzer;
 use watchdogs::{Making, WatchdogPool};
 
-use crate::runner::{CaseHook, CaseRun, JudgedAs, merged, run_cases};
+use crate::runner::{CaseHook, CaseRun, JudgedAs, merged, run_cases_keeping};
 use std::fmt;
 use std::time::Duration;
 
@@ -273,12 +273,13 @@ impl ContractFuzzer {
         {
             return Ok(Checked::SkippedHang);
         }
-        let runs = run_cases(
+        let runs = run_cases_keeping(
             watchdog,
             &route,
             &cases,
             JudgedAs::Inside,
             Some(&plan as &dyn CaseHook),
+            Box::new,
         );
         let reached = reached_cases(&cases, &runs);
         // Every input of the run judged, as one judgement.
@@ -405,7 +406,7 @@ struct JudgedInput<'a> {
 /// The cases of a run whose input reached the provider: the first, where
 /// every run starts (as a single input was always held to its faults,
 /// whatever its call recorded), and each later one the Spy saw a call for.
-fn reached_cases(cases: &[Case], runs: &[CaseRun]) -> Vec<Case> {
+fn reached_cases(cases: &[Case], runs: &[CaseRun<Box<Outcome>>]) -> Vec<Case> {
     cases
         .iter()
         .zip(runs)

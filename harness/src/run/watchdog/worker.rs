@@ -1,6 +1,8 @@
 //! The worker thread that owns a watchdog's rig, and the messages between
 //! them.
 
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::ThreadId;
@@ -49,10 +51,16 @@ pub(super) fn receive<T>(
 
 pub(super) type Reply = Result<Vec<Outcome>, HarnessError>;
 
+/// What the worker does with a run's reply before it answers: hands each
+/// outcome to the caller's `then` ([`super::Watchdog::run_together_then`]),
+/// on the thread that made it, and answers with what `then` returned.
+pub(super) type Then = Box<dyn FnOnce(&Route, &[Case], Reply) -> Box<dyn Any + Send> + Send>;
+
 /// What the watchdog asks the worker.
 pub(super) enum Job {
-    /// Run the inputs of one run ([`Rig::run_together`]).
-    Run(Vec<Case>),
+    /// Run the inputs of one run ([`Rig::run_together`]) and hand the
+    /// reply to `Then`.
+    Run(Vec<Case>, Then),
     /// Hold outputs from now on, or stop ([`Rig::keep_outputs`]).
     Keep(bool),
     /// Read the held outputs once more and drop them
@@ -65,8 +73,10 @@ pub(super) enum Job {
 
 /// What the worker tells the watchdog.
 pub(super) enum Message {
-    /// The case's outcome (boxed: an outcome is large, a park is not).
-    Done(Box<Reply>),
+    /// What the run's `Then` made of its reply.
+    Done(Box<dyn Any + Send>),
+    /// The run's `Then` panicked: the payload, for the caller to resume.
+    ThenPanicked(Box<dyn Any + Send>),
     /// The held outputs, read a last time before they were dropped.
     Released(crate::HeldOutputs),
     /// The worker parked in a simulated hang ([`hold`]): only a release
@@ -117,7 +127,15 @@ impl Worker {
                 })));
                 while let Ok(job) = receive(&job_queue, None) {
                     let message = match job {
-                        Job::Run(cases) => Message::Done(Box::new(rig.run_together(&cases))),
+                        Job::Run(cases, then) => {
+                            let reply = rig.run_together(&cases);
+                            match catch_unwind(AssertUnwindSafe(|| {
+                                then(rig.route(), &cases, reply)
+                            })) {
+                                Ok(done) => Message::Done(done),
+                                Err(payload) => Message::ThenPanicked(payload),
+                            }
+                        }
                         Job::Keep(keep) => {
                             rig.keep_outputs(keep);
                             continue;
