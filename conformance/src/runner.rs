@@ -145,6 +145,9 @@ pub(crate) fn run_cases_keeping<K: Send + 'static>(
     if let Some(hook) = hook {
         hook.arm(route);
     }
+    // The hook is still armed while the worker judges: judging reads the
+    // outcome and the devices' descriptions, and a fault plan (the only
+    // hook) changes neither.
     let runs = watchdog.run_together_then(cases, move |route, case, outcome| {
         judge(case, route, outcome, judging.as_deref(), keep)
     });
