@@ -314,8 +314,8 @@ impl Watchdog {
     /// the case, and only what `then` returns handed back.
     ///
     /// An outcome is dozens of small allocations made by the worker: judged
-    /// and dropped there, they never cross to the caller's core, which made
-    /// a case of a few elements about a quarter cheaper than judging and
+    /// and dropped there, they are never freed on the caller's core, which
+    /// made a case of a few elements about a sixth cheaper than judging and
     /// dropping it on the caller (`rig_overhead`, row 1b). On a watchdog
     /// without a worker ([`Watchdog::inline`]), and for the outcomes of a
     /// run that overran its deadline, `then` runs on the caller. A panic in
