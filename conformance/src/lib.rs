@@ -119,6 +119,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod adapter;
+mod allocator;
 mod builtin;
 pub mod concurrency;
 pub mod coverage;

@@ -32,6 +32,7 @@ use crate::{
 
 pub use held::HOLD_RECENT;
 use held::HeldAcrossRuns;
+pub use plans::DEFAULT_PLAN_LIMIT;
 use plans::{Engines, Plans};
 use recent::RecentInputs;
 
@@ -178,6 +179,35 @@ impl Rig {
     /// every shape.
     pub fn prepared_count(&self) -> usize {
         self.plans.prepared_count()
+    }
+
+    /// Keep at most `limit` prepared plans (and compiled programs), at
+    /// least one; [`DEFAULT_PLAN_LIMIT`] until told otherwise. Past the
+    /// limit, the plan used least recently makes room, and a run whose plan
+    /// is gone prepares it again: a run that draws a few signatures many
+    /// times wants them all kept, while a run of large cases whose
+    /// signatures rarely repeat spends its host memory better on the
+    /// cases (each plan holds about 16 KB of the runtime's). No verdict
+    /// depends on it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// rig.keep_plans(1);
+    /// let ints = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// let floats = Case::from_values(vec![2, 1], vec![1.0_f64, 2.0]).unwrap();
+    /// for case in [&ints, &floats, &ints] {
+    ///     assert!(Oracle.judge(case, &route, &rig.run(case).unwrap()).passed());
+    /// }
+    /// assert_eq!(rig.prepared_count(), 1);
+    /// ```
+    pub fn keep_plans(&mut self, limit: usize) {
+        self.plans.set_limit(limit);
     }
 
     /// The event domains the runtime assigned to (source, destination).

@@ -31,20 +31,22 @@ type Signature = Vec<(DType, usize, bool)>;
 /// The runs that share a compiled program: each input's dtype and rank.
 type ProgramKey = Vec<(DType, usize)>;
 
-/// The most programs and plans a rig keeps; past this many, the one used
-/// least recently makes room. Each plan holds the runtime's
-/// specialisation of it, so an unbounded cache would grow with every
+/// The most programs and plans a rig keeps unless told otherwise
+/// ([`super::Rig::keep_plans`]); past this many, the one used least
+/// recently makes room. Each plan holds the runtime's specialisation of
+/// it (about 16 KB), so an unbounded cache would grow with every
 /// signature of a long run. (Emptying a full cache instead prepared the
 /// hot signatures again with the rest: a fuzz target whose inputs draw
 /// hundreds of signatures spent most of its time preparing.)
-const CACHE_LIMIT: usize = 256;
+pub const DEFAULT_PLAN_LIMIT: usize = 256;
 
 /// The compiled programs and prepared plans of one rig, each with the
 /// number of the run that used it last.
-#[derive(Default)]
 pub(super) struct Plans {
     programs: HashMap<ProgramKey, (CompiledGraph, u64)>,
     prepared: HashMap<Signature, (Prepared, u64)>,
+    /// The most programs, and the most plans, kept.
+    limit: usize,
     /// Runs so far: the clock of the entries' last use.
     runs: u64,
     /// Signatures whose engines could not prepare or run the shape-generic
@@ -70,7 +72,31 @@ pub(super) struct Engines<'a> {
     pub(super) route: &'a Route,
 }
 
+impl Default for Plans {
+    fn default() -> Self {
+        Self {
+            programs: HashMap::new(),
+            prepared: HashMap::new(),
+            limit: DEFAULT_PLAN_LIMIT,
+            runs: 0,
+            shape_specific: HashSet::new(),
+        }
+    }
+}
+
 impl Plans {
+    /// Keep at most `limit` programs and plans (at least one), dropping
+    /// those used least recently now if more are held.
+    pub(super) fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.max(1);
+        while self.prepared.len() > self.limit {
+            evict_least_recent(&mut self.prepared);
+        }
+        while self.programs.len() > self.limit {
+            evict_least_recent(&mut self.programs);
+        }
+    }
+
     /// Number of prepared plans held.
     pub(super) fn prepared_count(&self) -> usize {
         self.prepared.len()
@@ -129,13 +155,15 @@ impl Plans {
     /// run's `signature` nor its program `key`.
     fn make_room(&mut self, signature: &Signature, key: &ProgramKey) {
         self.runs += 1;
-        if self.prepared.len() >= CACHE_LIMIT && !self.prepared.contains_key(signature) {
+        if self.prepared.len() >= self.limit && !self.prepared.contains_key(signature) {
             evict_least_recent(&mut self.prepared);
         }
-        if self.shape_specific.len() >= CACHE_LIMIT && !self.shape_specific.contains(signature) {
+        if self.shape_specific.len() >= DEFAULT_PLAN_LIMIT
+            && !self.shape_specific.contains(signature)
+        {
             self.shape_specific.clear();
         }
-        if self.programs.len() >= CACHE_LIMIT && !self.programs.contains_key(key) {
+        if self.programs.len() >= self.limit && !self.programs.contains_key(key) {
             evict_least_recent(&mut self.programs);
         }
     }

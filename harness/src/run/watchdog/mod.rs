@@ -16,7 +16,8 @@ pub use deadline::RouteDeadline;
 use worker::{Job, Message, Worker, receive};
 
 use crate::{
-    Case, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route, RuntimeVerdict, SpyRecord,
+    Case, DEFAULT_PLAN_LIMIT, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route,
+    RuntimeVerdict, SpyRecord,
 };
 
 /// The deadline of a case unless a caller chooses another: long enough for
@@ -126,6 +127,8 @@ pub struct Watchdog {
     lost_workers: usize,
     /// Whether the worker holds outputs ([`Watchdog::keep_outputs`]).
     keeping: bool,
+    /// The most plans a rig keeps ([`Watchdog::keep_plans`]).
+    plan_limit: usize,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -161,6 +164,7 @@ impl Watchdog {
             inline: None,
             lost_workers: 0,
             keeping: false,
+            plan_limit: DEFAULT_PLAN_LIMIT,
         })
     }
 
@@ -198,6 +202,7 @@ impl Watchdog {
             inline: Some(Box::new(rig)),
             lost_workers: 0,
             keeping: false,
+            plan_limit: DEFAULT_PLAN_LIMIT,
         })
     }
 
@@ -231,6 +236,31 @@ impl Watchdog {
         }
         if let Some(worker) = &self.worker {
             let _ = worker.jobs.send(Job::Keep(keep));
+        }
+    }
+
+    /// Keep at most `limit` prepared plans ([`Rig::keep_plans`]), in a
+    /// worker started after a hang too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Route, Watchdog, DEFAULT_DEADLINE};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut watchdog = Watchdog::new(route.clone(), Arc::new(HostProvider::new()), DEFAULT_DEADLINE).unwrap();
+    /// watchdog.keep_plans(8);
+    /// let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &watchdog.run(&case).unwrap()).passed());
+    /// ```
+    pub fn keep_plans(&mut self, limit: usize) {
+        self.plan_limit = limit;
+        if let Some(rig) = &mut self.inline {
+            rig.keep_plans(limit);
+        }
+        if let Some(worker) = &self.worker {
+            let _ = worker.jobs.send(Job::KeepPlans(limit));
         }
     }
 
@@ -434,6 +464,9 @@ impl Watchdog {
         let worker = Worker::spawn(&self.route, &self.provider)?;
         if self.keeping {
             let _ = worker.jobs.send(Job::Keep(true));
+        }
+        if self.plan_limit != DEFAULT_PLAN_LIMIT {
+            let _ = worker.jobs.send(Job::KeepPlans(self.plan_limit));
         }
         Ok(worker)
     }
@@ -718,5 +751,34 @@ mod tests {
         let next = watchdog.run_together_then(&cases, judge).unwrap();
         assert_ne!(next[0].0, std::thread::current().id());
         assert!(next[0].1.is_empty());
+    }
+
+    /// Three inputs of three signatures (dtype and rank).
+    fn three_signatures() -> [Case; 3] {
+        [
+            Case::from_values(vec![2], vec![1_i32, 2]).unwrap(),
+            Case::from_values(vec![2, 1], vec![1.0_f64, 2.0]).unwrap(),
+            Case::from_values(vec![1, 1, 1], vec![1.0_f32]).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn keep_plans_bounds_the_plans_kept_now_and_later() {
+        let route = Route::host_to_host().unwrap();
+        let mut watchdog = Watchdog::inline(route, Arc::new(HostProvider::new())).unwrap();
+        let prepared = |watchdog: &Watchdog| watchdog.inline.as_ref().unwrap().prepared_count();
+        for case in three_signatures() {
+            watchdog.run(&case).unwrap();
+        }
+        assert_eq!(prepared(&watchdog), 3);
+        watchdog.keep_plans(2);
+        assert_eq!(prepared(&watchdog), 2);
+        for case in three_signatures().iter().rev() {
+            let outcome = watchdog.run(case).unwrap();
+            assert!(Oracle.judge(case, watchdog.route(), &outcome).passed());
+            assert!(prepared(&watchdog) <= 2);
+        }
+        watchdog.keep_plans(0);
+        assert_eq!(prepared(&watchdog), 1, "at least one plan is kept");
     }
 }

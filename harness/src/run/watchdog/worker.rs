@@ -63,6 +63,8 @@ pub(super) enum Job {
     Run(Vec<Case>, Then),
     /// Hold outputs from now on, or stop ([`Rig::keep_outputs`]).
     Keep(bool),
+    /// Keep at most this many plans ([`Rig::keep_plans`]).
+    KeepPlans(usize),
     /// Read the held outputs once more and drop them
     /// ([`Rig::release_outputs`]).
     Release,
@@ -138,6 +140,10 @@ impl Worker {
                         }
                         Job::Keep(keep) => {
                             rig.keep_outputs(keep);
+                            continue;
+                        }
+                        Job::KeepPlans(limit) => {
+                            rig.keep_plans(limit);
                             continue;
                         }
                         Job::Replace(provider) => {
