@@ -7,7 +7,7 @@
 //! cases of a generated run come in every size, so each new largest one
 //! was mapped afresh while the heaps kept the blocks of the earlier cases
 //! resident: three images of the largest case at once instead of two
-//! (`generated --profile deep` peaked at 3.95 times its largest case).
+//! (`generated --profile deep` peaked at 4.0 times its largest case).
 //! Raised once, to the largest case the run may draw, the threshold stays
 //! put, and every case's blocks come from the heaps, which reuse them.
 

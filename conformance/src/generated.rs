@@ -298,13 +298,6 @@ pub(crate) struct Generation {
     pub skipped: Option<String>,
 }
 
-/// The most prepared plans a generated run keeps ([`Watchdog::keep_plans`]).
-/// Its runs of one to three inputs draw thousands of signatures, each
-/// rarely again, so more plans kept would serve few runs: a deep run keeps
-/// its host memory for its cases (2.8 MB less at its peak than with 256
-/// plans), in the same time.
-const GENERATED_PLAN_LIMIT: usize = 64;
-
 /// Run proptest-drawn recipes inside `capabilities` through `provider` on
 /// `route`, shrinking the first failure to a minimal recipe.
 ///
@@ -322,7 +315,7 @@ pub(crate) fn generate(
     options: &GeneratedOptions,
 ) -> Result<Generation, HarnessError> {
     let mut watchdog = Watchdog::new(route.clone(), provider, options.deadline.clone())?;
-    watchdog.keep_plans(GENERATED_PLAN_LIMIT);
+    watchdog.keep_plans(options.profile.plans_kept());
     let watchdog = RefCell::new(watchdog);
     let seed = options.seed.unwrap_or_else(drawn_seed);
     let mut runner = TestRunner::new_with_rng(proptest_config(options), seed_rng(seed));
