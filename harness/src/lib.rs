@@ -40,8 +40,8 @@ pub use run::{hold, trace};
 // The errors, and the settings every layer reads.
 pub use error::{AdapterContext, HarnessError, describe_error, source_chain};
 pub use settings::{
-    REQUIRE_DEVICES_ENV, REQUIRE_KIND_ENV, RequiredDevices, SettingDoc, Settings, SettingsError,
-    require_kind_env,
+    DEFAULT_PLAN_LIMIT, REQUIRE_DEVICES_ENV, REQUIRE_KIND_ENV, RequiredDevices, SettingDoc,
+    Settings, SettingsError, require_kind_env,
 };
 
 // values: what a case is.
@@ -76,7 +76,7 @@ pub use run::effects::{ChangedOutput, HeldOutputs, InputBefore, InputReads};
 pub use run::outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
-pub use run::rig::{DEFAULT_PLAN_LIMIT, HOLD_RECENT, Rig};
+pub use run::rig::{HOLD_RECENT, Rig};
 pub use run::spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
 };

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 mod profile;
 
-pub use profile::Profile;
+pub use profile::{DEFAULT_PLAN_LIMIT, Profile};
 
 /// The prefix of every setting.
 pub const PREFIX: &str = "TRANSFER_CONFORMANCE_";

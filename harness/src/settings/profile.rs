@@ -1,4 +1,5 @@
-//! How many cases a run draws, and how large they may be.
+//! How many cases a run draws, how large they may be, and how many
+//! prepared plans its rig keeps.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,6 +7,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::HarnessError;
+
+/// The most programs and plans a rig keeps unless told otherwise
+/// ([`Rig::keep_plans`](crate::Rig::keep_plans)); past this many, the one
+/// used least recently makes room. Each plan holds the runtime's specialisation of
+/// it (about 16 KB), so an unbounded cache would grow with every
+/// signature of a long run. (Emptying a full cache instead prepared the
+/// hot signatures again with the rest: a fuzz target whose inputs draw
+/// hundreds of signatures spent most of its time preparing.)
+pub const DEFAULT_PLAN_LIMIT: usize = 256;
 
 /// How many cases to run, and how large they may be.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Serialize, Deserialize)]
@@ -43,7 +53,7 @@ impl Profile {
     /// ([`Watchdog::keep_plans`](crate::Watchdog::keep_plans)). A deep
     /// run's cases reach 16 MiB and its signatures rarely repeat, so it
     /// keeps its host memory for its cases: 64 plans instead of
-    /// [`DEFAULT_PLAN_LIMIT`](crate::DEFAULT_PLAN_LIMIT), about 2 MB less
+    /// [`DEFAULT_PLAN_LIMIT`], about 2 MB less
     /// at its peak for a few per cent more time. The smaller profiles'
     /// cases are small, and their time would go to preparing plans again
     /// (the default profile took a sixth longer with 64).
@@ -59,7 +69,7 @@ impl Profile {
     /// ```
     pub fn plans_kept(self) -> usize {
         match self {
-            Profile::Quick | Profile::Default => crate::DEFAULT_PLAN_LIMIT,
+            Profile::Quick | Profile::Default => DEFAULT_PLAN_LIMIT,
             Profile::Deep => 64,
         }
     }

@@ -32,7 +32,6 @@ use crate::{
 
 pub use held::HOLD_RECENT;
 use held::HeldAcrossRuns;
-pub use plans::DEFAULT_PLAN_LIMIT;
 use plans::{Engines, Plans};
 use recent::RecentInputs;
 
@@ -182,7 +181,7 @@ impl Rig {
     }
 
     /// Keep at most `limit` prepared plans (and compiled programs), at
-    /// least one; [`DEFAULT_PLAN_LIMIT`] until told otherwise. Past the
+    /// least one; [`DEFAULT_PLAN_LIMIT`](crate::DEFAULT_PLAN_LIMIT) until told otherwise. Past the
     /// limit, the plan used least recently makes room, and a run whose plan
     /// is gone prepares it again: a run that draws a few signatures many
     /// times wants them all kept, while a run of large cases whose

@@ -17,6 +17,7 @@ use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::program::{Extents, identity_program};
 use crate::run::spy::panic_message;
+use crate::settings::DEFAULT_PLAN_LIMIT;
 use crate::values::compact::compare_compact;
 use crate::values::compared::ReferenceView;
 use crate::with_element;
@@ -30,15 +31,6 @@ type Signature = Vec<(DType, usize, bool)>;
 
 /// The runs that share a compiled program: each input's dtype and rank.
 type ProgramKey = Vec<(DType, usize)>;
-
-/// The most programs and plans a rig keeps unless told otherwise
-/// ([`super::Rig::keep_plans`]); past this many, the one used least
-/// recently makes room. Each plan holds the runtime's specialisation of
-/// it (about 16 KB), so an unbounded cache would grow with every
-/// signature of a long run. (Emptying a full cache instead prepared the
-/// hot signatures again with the rest: a fuzz target whose inputs draw
-/// hundreds of signatures spent most of its time preparing.)
-pub const DEFAULT_PLAN_LIMIT: usize = 256;
 
 /// The compiled programs and prepared plans of one rig, each with the
 /// number of the run that used it last.
