@@ -9,7 +9,8 @@
 //! resident: three images of the largest case at once instead of two
 //! (`generated --profile deep` peaked at 4.0 times its largest case).
 //! Raised once, to the largest case the run may draw, the threshold stays
-//! put, and every case's blocks come from the heaps, which reuse them.
+//! put, and every case's blocks come from the heaps, which reuse them (a
+//! view's backing larger than that is still mapped, as before).
 
 use tenferro_transfer_harness::element_width;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile};

@@ -285,3 +285,32 @@ impl Coverage {
         &self.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tenferro_transfer_harness::Layout;
+
+    use super::*;
+
+    /// One element of `dtype` whose every byte is `byte`.
+    fn filled(dtype: DType, width: usize, byte: u8) -> Case {
+        Case::new(dtype, vec![1], Layout::Owned, vec![byte; width]).unwrap()
+    }
+
+    #[test]
+    fn special_floats_are_seen_in_every_float_dtype_and_never_in_an_integer_one() {
+        // All ones is a NaN in either float width; all zeros is +0.0.
+        for (dtype, width) in [
+            (DType::F32, 4),
+            (DType::C32, 8),
+            (DType::F64, 8),
+            (DType::C64, 16),
+        ] {
+            assert!(has_special_floats(&filled(dtype, width, 0xff)), "{dtype:?}");
+            assert!(!has_special_floats(&filled(dtype, width, 0)), "{dtype:?}");
+        }
+        assert!(!has_special_floats(&filled(DType::I32, 4, 0xff)));
+        assert!(!has_special_floats(&filled(DType::I64, 8, 0xff)));
+        assert!(!has_special_floats(&filled(DType::Bool, 1, 1)));
+    }
+}

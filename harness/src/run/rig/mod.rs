@@ -181,9 +181,9 @@ impl Rig {
     }
 
     /// Keep at most `limit` prepared plans (and compiled programs), at
-    /// least one; [`DEFAULT_PLAN_LIMIT`](crate::DEFAULT_PLAN_LIMIT) until told otherwise. Past the
-    /// limit, the plan used least recently makes room, and a run whose plan
-    /// is gone prepares it again: a run that draws a few signatures many
+    /// least one; [`DEFAULT_PLAN_LIMIT`](crate::DEFAULT_PLAN_LIMIT) until
+    /// told otherwise. Past the limit, the plan used least recently makes
+    /// room, and a run whose plan is gone prepares it again: a run that draws a few signatures many
     /// times wants them all kept, while a run of large cases whose
     /// signatures rarely repeat spends its host memory better on the
     /// cases (each plan holds about 16 KB of the runtime's). No verdict

@@ -231,11 +231,16 @@ impl Watchdog {
     /// ([`Rig::keep_outputs`]).
     pub fn keep_outputs(&mut self, keep: bool) {
         self.keeping = keep;
+        self.tell_rig(|rig| rig.keep_outputs(keep), Job::Keep(keep));
+    }
+
+    /// Change the inline rig with `change`, or ask the worker's with `job`.
+    fn tell_rig(&mut self, change: impl FnOnce(&mut Rig), job: Job) {
         if let Some(rig) = &mut self.inline {
-            rig.keep_outputs(keep);
+            change(rig);
         }
         if let Some(worker) = &self.worker {
-            let _ = worker.jobs.send(Job::Keep(keep));
+            let _ = worker.jobs.send(job);
         }
     }
 
@@ -256,12 +261,7 @@ impl Watchdog {
     /// ```
     pub fn keep_plans(&mut self, limit: usize) {
         self.plan_limit = limit;
-        if let Some(rig) = &mut self.inline {
-            rig.keep_plans(limit);
-        }
-        if let Some(worker) = &self.worker {
-            let _ = worker.jobs.send(Job::KeepPlans(limit));
-        }
+        self.tell_rig(|rig| rig.keep_plans(limit), Job::KeepPlans(limit));
     }
 
     /// Run the later cases with `provider` instead, on the same runtime,
