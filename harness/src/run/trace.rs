@@ -178,9 +178,31 @@ impl Trace {
             .clone()
     }
 
-    /// Take every event, leaving the trace empty.
+    /// Take every event, leaving the trace empty (with room for as many
+    /// events again: the next case of a rig makes about as many).
     pub fn take(&self) -> Vec<TraceEvent> {
-        std::mem::take(&mut *self.events.lock().unwrap_or_else(PoisonError::into_inner))
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        let room = Vec::with_capacity(events.len());
+        std::mem::replace(&mut *events, room)
+    }
+
+    /// Drop every event, keeping the room they took.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{Trace, TraceEvent};
+    ///
+    /// let trace = Trace::default();
+    /// trace.push(TraceEvent::ProviderReturned { how: "ok" });
+    /// trace.clear();
+    /// assert!(trace.take().is_empty());
+    /// ```
+    pub fn clear(&self) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 

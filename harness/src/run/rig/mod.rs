@@ -353,7 +353,7 @@ impl Rig {
                 reason: "a run moves at least one input".to_owned(),
             });
         }
-        self.trace.take();
+        self.trace.clear();
         let _traced = trace::install(Arc::clone(&self.trace));
         let counted = self.route.counts_memory();
         let stays = [

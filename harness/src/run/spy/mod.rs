@@ -182,7 +182,7 @@ pub struct Spy {
     records: Mutex<Vec<SpyRecord>>,
     /// What each call of the next run is expected to read ([`Spy::expect`]).
     expected: Mutex<RunExpectations>,
-    in_flight: Mutex<Option<RequestRecord>>,
+    in_flight: Mutex<Option<Arc<RequestRecord>>>,
     stage: Mutex<Option<&'static str>>,
 }
 
@@ -243,7 +243,8 @@ impl Spy {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .as_deref()
+            .cloned()
     }
 
     /// The storage method of the returned tensor that the Spy is calling
@@ -257,7 +258,7 @@ impl Spy {
         *self.stage.lock().unwrap_or_else(PoisonError::into_inner) = stage;
     }
 
-    fn set_in_flight(&self, request: Option<RequestRecord>) {
+    fn set_in_flight(&self, request: Option<Arc<RequestRecord>>) {
         *self
             .in_flight
             .lock()
@@ -348,11 +349,11 @@ fn device_error_in(error: &(dyn std::error::Error + 'static)) -> Option<DeviceEr
 
 impl TransferProvider for Spy {
     fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
-        let asked = RequestRecord::of(&request);
+        let asked = Arc::new(RequestRecord::of(&request));
         trace::record(TraceEvent::ProviderCalled {
             launch_domain: asked.launch_domain,
         });
-        self.set_in_flight(Some(asked.clone()));
+        self.set_in_flight(Some(Arc::clone(&asked)));
         let input = request.input().clone();
         let expected = self.next_expected();
         let accounted = self
@@ -375,11 +376,16 @@ impl TransferProvider for Spy {
             }
             _ => None,
         };
-        let effects = move |request, result| SpyRecord {
-            request,
-            result,
-            input_after_return,
-            destination_saw_output,
+        // The request stays in flight until its record is made (a hang
+        // while the returned storage is read is the provider's too).
+        let effects = |result| {
+            self.set_in_flight(None);
+            SpyRecord {
+                request: Arc::try_unwrap(asked).unwrap_or_else(|shared| (*shared).clone()),
+                result,
+                input_after_return,
+                destination_saw_output,
+            }
         };
         trace::record(TraceEvent::ProviderReturned {
             how: match &result {
@@ -388,7 +394,7 @@ impl TransferProvider for Spy {
                 Err(_) => "panic",
             },
         });
-        let outcome = match result {
+        match result {
             Ok(Ok(tensor)) => {
                 // The request stays in flight while the returned storage is
                 // read: a hang there is the provider's too.
@@ -398,34 +404,26 @@ impl TransferProvider for Spy {
                     Some(self),
                     expected.output.as_ref().map(Reference::expected),
                 );
-                self.push(effects(asked, ProviderResult::Returned(returned)));
+                self.push(effects(ProviderResult::Returned(returned)));
                 Ok(tensor)
             }
             Ok(Err(error)) => {
-                self.push(effects(
-                    asked,
-                    ProviderResult::Failed {
-                        message: error.to_string(),
-                        chain: source_chain(&error),
-                        device_error: device_error_in(&error),
-                    },
-                ));
+                self.push(effects(ProviderResult::Failed {
+                    message: error.to_string(),
+                    chain: source_chain(&error),
+                    device_error: device_error_in(&error),
+                }));
                 Err(error)
             }
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
-                self.push(effects(
-                    asked,
-                    ProviderResult::Panicked {
-                        message: message.clone(),
-                    },
-                ));
+                self.push(effects(ProviderResult::Panicked {
+                    message: message.clone(),
+                }));
                 Err(tenferro_runtime::Error::Internal(format!(
                     "transfer provider panicked: {message}"
                 )))
             }
-        };
-        self.set_in_flight(None);
-        outcome
+        }
     }
 }
