@@ -11,11 +11,12 @@ The harness (harness/src) is layered, lowest first:
     draw    drawing cases: strategies, capability honesty, fuzz decoding
 
 A file may import from its own layer and from those below it. This script
-reads every `crate::` path outside comments and test modules, resolves it
-to the file that defines the item (through the crate root's re-exports,
-which hide where an item lives), and prints each import that runs up from
-a lower layer to a higher one, the edges between layers, and any circle
-among them. It exits 1 when an import runs up or a circle exists.
+reads every `crate::` path outside comments and test modules (a `tests.rs`
+is one), resolves it to the file that defines the item (through the crate
+root's re-exports, which hide where an item lives), and prints each import
+that runs up from a lower layer to a higher one, the edges between layers,
+and any circle among them. It exits 1 when an import runs up or a circle
+exists.
 
 Usage: scripts/layers.py [harness/src]
 """
@@ -41,7 +42,10 @@ def layer(rel):
 
 
 def code_of(path):
-    """The file's code: without its test module and its comments."""
+    """The file's code: without its test module and its comments (a test
+    module in a file of its own, `tests.rs`, is all test)."""
+    if os.path.basename(path) == "tests.rs":
+        return ""
     with open(path, encoding="utf-8") as file:
         source = file.read()
     tests = source.find("#[cfg(test)]\nmod tests")

@@ -2,6 +2,7 @@
 //! provider that hangs becomes a `deadline` verdict and the suite goes on.
 
 mod deadline;
+mod hung;
 mod worker;
 
 use std::any::Any;
@@ -9,16 +10,12 @@ use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use crate::hold;
 use tenferro_runtime::TransferProvider;
 
 pub use deadline::RouteDeadline;
 use worker::{Job, Message, Worker, receive};
 
-use crate::{
-    Case, DEFAULT_PLAN_LIMIT, HarnessError, LeakCheck, Outcome, ProviderResult, Rig, Route,
-    RuntimeVerdict, SpyRecord,
-};
+use crate::{Case, DEFAULT_PLAN_LIMIT, HarnessError, Outcome, Rig, Route, RuntimeVerdict};
 
 /// The deadline of a case unless a caller chooses another: long enough for
 /// a million-element case in a debug build on a loaded two-core machine.
@@ -33,10 +30,6 @@ const GRACE: Duration = Duration::from_secs(1);
 /// adds to the cost of a real hang; a call about to finish still comes
 /// back in time.
 const WALL_CLOCK_GRACE: Duration = Duration::from_millis(20);
-
-/// How often a released worker may park again on an abandoned case
-/// before it is given up for lost.
-const MAX_RELEASES: usize = 16;
 
 /// A call still running after this long is announced on stderr, and again
 /// every time as long again passes.
@@ -82,7 +75,7 @@ fn each_then<R>(
 /// A case that overruns is reported as [`RuntimeVerdict::TimedOut`], with
 /// the request the provider was serving and the case's event-domain trace.
 /// The watchdog then releases the hung thread (simulated hangs park in
-/// [`hold`]); if the thread does not come back, it is given up and a fresh
+/// [`hold`](crate::hold)); if the thread does not come back, it is given up and a fresh
 /// rig runs the next case. Made with [`Watchdog::inline`], it runs cases
 /// on the calling thread instead, with no deadline.
 ///
@@ -492,293 +485,7 @@ impl Watchdog {
             }
         }
     }
-
-    /// The outcomes of a run that overran `limit`; the worker is released
-    /// and kept if it comes back within `grace`.
-    fn give_up(
-        &mut self,
-        worker: Worker,
-        cases: &[Case],
-        limit: Duration,
-        grace: Duration,
-    ) -> Vec<Outcome> {
-        self.give_up_at(worker, cases, limit, grace).1
-    }
-
-    /// As [`Self::give_up`], with the index of the input whose call hung
-    /// (the first whose call had not returned). Inputs whose calls had
-    /// returned are judged on what they returned; those after the hung
-    /// one were never reached.
-    fn give_up_at(
-        &mut self,
-        worker: Worker,
-        cases: &[Case],
-        limit: Duration,
-        grace: Duration,
-    ) -> (usize, Vec<Outcome>) {
-        let returned = worker.spy.records();
-        let request = worker.spy.in_flight();
-        let stage = worker.spy.stage();
-        let trace = worker.trace.events();
-        let event_domains = worker.event_domains;
-        hold::release(worker.thread);
-        let mut releases = 1;
-        loop {
-            match worker.replies.recv_timeout(grace) {
-                // Its outcome belongs to a run already judged as timed out.
-                Ok(Message::Done(_) | Message::ThenPanicked(_) | Message::Released(_)) => {
-                    self.worker = Some(worker);
-                    break;
-                }
-                // Released, it parked again on the same abandoned run.
-                Ok(Message::Parked) if releases < MAX_RELEASES => {
-                    releases += 1;
-                    hold::release(worker.thread);
-                }
-                Ok(Message::Parked) | Err(_) => {
-                    self.lost_workers += 1;
-                    break;
-                }
-            }
-        }
-        let hung = returned.len();
-        let timed_out = |calls: Vec<SpyRecord>| Outcome {
-            runtime: RuntimeVerdict::TimedOut { limit },
-            calls,
-            snapshot_event_domains: event_domains,
-            trace: trace.clone(),
-            leaks: LeakCheck::Unchecked(
-                "the case timed out, so its tensors were never dropped".to_owned(),
-            ),
-            input: crate::InputReads::not_readable(
-                "the case timed out, so the input may still be in use",
-            ),
-            held: None,
-            holds_values_of: None,
-        };
-        let mut returned = returned.into_iter();
-        let outcomes = (0..cases.len())
-            .map(|index| match index.cmp(&hung) {
-                std::cmp::Ordering::Less => timed_out(returned.next().into_iter().collect()),
-                std::cmp::Ordering::Equal => timed_out(
-                    request
-                        .clone()
-                        .map(|request| SpyRecord {
-                            request,
-                            result: match stage {
-                                Some(method) => ProviderResult::StorageHung { method, limit },
-                                None => ProviderResult::TimedOut { limit },
-                            },
-                            input_after_return: None,
-                            destination_saw_output: None,
-                        })
-                        .into_iter()
-                        .collect(),
-                ),
-                std::cmp::Ordering::Greater => Outcome {
-                    runtime: RuntimeVerdict::NotReached {
-                        stopped_at: format!(
-                            "input {} ({}), whose call did not return",
-                            hung + 1,
-                            case_words(&cases[hung])
-                        ),
-                    },
-                    ..timed_out(Vec::new())
-                },
-            })
-            .collect();
-        (hung, outcomes)
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::panic::AssertUnwindSafe;
-    use std::sync::Mutex;
-    use std::thread::ThreadId;
-
-    use tenferro_runtime::TransferRequest;
-    use tenferro_tensor::Tensor;
-
-    use super::*;
-    use crate::{HostProvider, Oracle};
-
-    /// The host copy, remembering the thread of its last call.
-    #[derive(Debug, Default)]
-    struct RemembersThread(Mutex<Option<ThreadId>>);
-
-    impl TransferProvider for RemembersThread {
-        fn transfer_blocking(
-            &self,
-            request: TransferRequest<'_>,
-        ) -> tenferro_runtime::Result<Tensor> {
-            *self.0.lock().unwrap() = Some(std::thread::current().id());
-            HostProvider::new().transfer_blocking(request)
-        }
-    }
-
-    fn thread_of_call(inline: bool) -> ThreadId {
-        let route = Route::host_to_host().unwrap();
-        let provider = Arc::new(RemembersThread::default());
-        let shared = Arc::clone(&provider) as Arc<dyn TransferProvider>;
-        let mut watchdog = if inline {
-            Watchdog::inline(route.clone(), shared).unwrap()
-        } else {
-            Watchdog::new(route.clone(), shared, DEFAULT_DEADLINE).unwrap()
-        };
-        let case = Case::from_values(vec![3], vec![1.5_f32, -0.0, f32::NAN]).unwrap();
-        let outcome = watchdog.run(&case).unwrap();
-        assert!(Oracle.judge(&case, &route, &outcome).passed());
-        provider.0.lock().unwrap().expect("the provider was called")
-    }
-
-    #[test]
-    fn an_inline_watchdog_calls_the_provider_on_the_calling_thread() {
-        assert_eq!(thread_of_call(true), std::thread::current().id());
-    }
-
-    #[test]
-    fn a_watchdog_with_a_deadline_calls_the_provider_on_its_worker() {
-        assert_ne!(thread_of_call(false), std::thread::current().id());
-    }
-
-    /// The threads of the provider's call and of `then`, and whether the
-    /// judgement `then` made passed.
-    fn threads_of_then(inline: bool) -> (ThreadId, ThreadId, bool) {
-        let route = Route::host_to_host().unwrap();
-        let provider = Arc::new(RemembersThread::default());
-        let shared = Arc::clone(&provider) as Arc<dyn TransferProvider>;
-        let mut watchdog = if inline {
-            Watchdog::inline(route, shared).unwrap()
-        } else {
-            Watchdog::new(route, shared, DEFAULT_DEADLINE).unwrap()
-        };
-        let cases = [
-            Case::from_values(vec![2], vec![1_i64, i64::MIN]).unwrap(),
-            Case::from_values(vec![1], vec![-0.0_f64]).unwrap(),
-        ];
-        let judged = watchdog
-            .run_together_then(&cases, |route, case, outcome| {
-                let passed = Oracle.judge(case, route, &outcome).passed();
-                (std::thread::current().id(), passed, case.shape().to_vec())
-            })
-            .unwrap();
-        // One answer per input, in order.
-        let shapes: Vec<_> = judged.iter().map(|(_, _, shape)| shape.clone()).collect();
-        assert_eq!(shapes, vec![vec![2], vec![1]]);
-        let call = provider.0.lock().unwrap().expect("the provider was called");
-        (
-            call,
-            judged[0].0,
-            judged.iter().all(|(_, passed, _)| *passed),
-        )
-    }
-
-    #[test]
-    fn then_runs_on_the_worker_that_ran_the_case() {
-        let (call, then, passed) = threads_of_then(false);
-        assert!(passed);
-        assert_eq!(then, call);
-        assert_ne!(then, std::thread::current().id());
-    }
-
-    #[test]
-    fn then_runs_on_the_caller_of_an_inline_watchdog() {
-        let (call, then, passed) = threads_of_then(true);
-        assert!(passed);
-        assert_eq!(
-            (call, then),
-            (std::thread::current().id(), std::thread::current().id())
-        );
-    }
-
-    #[test]
-    fn a_panic_in_then_is_resumed_on_the_caller_and_the_watchdog_goes_on() {
-        let route = Route::host_to_host().unwrap();
-        let mut watchdog =
-            Watchdog::new(route, Arc::new(HostProvider::new()), DEFAULT_DEADLINE).unwrap();
-        let cases = [Case::from_values(vec![1], vec![3_i32]).unwrap()];
-        let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            watchdog.run_together_then(&cases, |_, _, _| -> () { panic!("then gave up") })
-        }))
-        .unwrap_err();
-        assert_eq!(panicked.downcast_ref::<&str>(), Some(&"then gave up"));
-        let outcomes = watchdog.run_together(&cases).unwrap();
-        assert!(
-            Oracle
-                .judge(&cases[0], watchdog.route(), &outcomes[0])
-                .passed()
-        );
-    }
-
-    /// Hangs in the harness's simulated hold on its first call.
-    #[derive(Debug, Default)]
-    struct HangsOnce(std::sync::atomic::AtomicBool);
-
-    impl TransferProvider for HangsOnce {
-        fn transfer_blocking(
-            &self,
-            request: TransferRequest<'_>,
-        ) -> tenferro_runtime::Result<Tensor> {
-            if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                hold::park_until_released();
-            }
-            HostProvider::new().transfer_blocking(request)
-        }
-    }
-
-    #[test]
-    fn then_judges_a_hung_run_on_the_caller() {
-        let route = Route::host_to_host().unwrap();
-        let mut watchdog = Watchdog::new(
-            route,
-            Arc::new(HangsOnce::default()),
-            Duration::from_millis(50),
-        )
-        .unwrap();
-        let cases = [Case::from_values(vec![2], vec![1_i32, 2]).unwrap()];
-        let judge = |route: &Route, case: &Case, outcome: Outcome| {
-            (
-                std::thread::current().id(),
-                Oracle.judge(case, route, &outcome).rules(),
-            )
-        };
-        let hung = watchdog.run_together_then(&cases, judge).unwrap();
-        assert_eq!(
-            hung,
-            vec![(std::thread::current().id(), vec![crate::Rule::Deadline])]
-        );
-        let next = watchdog.run_together_then(&cases, judge).unwrap();
-        assert_ne!(next[0].0, std::thread::current().id());
-        assert!(next[0].1.is_empty());
-    }
-
-    /// Three inputs of three signatures (dtype and rank).
-    fn three_signatures() -> [Case; 3] {
-        [
-            Case::from_values(vec![2], vec![1_i32, 2]).unwrap(),
-            Case::from_values(vec![2, 1], vec![1.0_f64, 2.0]).unwrap(),
-            Case::from_values(vec![1, 1, 1], vec![1.0_f32]).unwrap(),
-        ]
-    }
-
-    #[test]
-    fn keep_plans_bounds_the_plans_kept_now_and_later() {
-        let route = Route::host_to_host().unwrap();
-        let mut watchdog = Watchdog::inline(route, Arc::new(HostProvider::new())).unwrap();
-        let prepared = |watchdog: &Watchdog| watchdog.inline.as_ref().unwrap().prepared_count();
-        for case in three_signatures() {
-            watchdog.run(&case).unwrap();
-        }
-        assert_eq!(prepared(&watchdog), 3);
-        watchdog.keep_plans(2);
-        assert_eq!(prepared(&watchdog), 2);
-        for case in three_signatures().iter().rev() {
-            let outcome = watchdog.run(case).unwrap();
-            assert!(Oracle.judge(case, watchdog.route(), &outcome).passed());
-            assert!(prepared(&watchdog) <= 2);
-        }
-        watchdog.keep_plans(0);
-        assert_eq!(prepared(&watchdog), 1, "at least one plan is kept");
-    }
-}
+mod tests;
