@@ -316,11 +316,44 @@ impl Spy {
             .is_empty()
     }
 
-    fn push(&self, record: SpyRecord) {
+    /// End the call that asked `asked`: its request leaves the in-flight
+    /// slot (unless a call beside it took the slot since) and its record,
+    /// made by `record`, joins the records, both under the in-flight lock,
+    /// so that [`Spy::in_flight_and_records`] sees the call in exactly one
+    /// of the two.
+    fn end_call(&self, asked: Arc<RequestRecord>, record: impl FnOnce(RequestRecord) -> SpyRecord) {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if in_flight
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, &asked))
+        {
+            *in_flight = None;
+        }
+        let request = Arc::try_unwrap(asked).unwrap_or_else(|shared| (*shared).clone());
         self.records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(record);
+            .push(record(request));
+    }
+
+    /// The request of the call in flight, if any, and a copy of every
+    /// record made since the last [`Spy::take`], read together: a call
+    /// that ends meanwhile is in one or the other, never in neither (the
+    /// locks are taken in [`Spy::end_call`]'s order).
+    pub(crate) fn in_flight_and_records(&self) -> (Option<RequestRecord>, Vec<SpyRecord>) {
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let records = self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        (in_flight.as_deref().cloned(), records)
     }
 }
 
@@ -378,14 +411,13 @@ impl TransferProvider for Spy {
         };
         // The request stays in flight until its record is made (a hang
         // while the returned storage is read is the provider's too).
-        let effects = |result| {
-            self.set_in_flight(None);
-            SpyRecord {
-                request: Arc::try_unwrap(asked).unwrap_or_else(|shared| (*shared).clone()),
+        let end = |result| {
+            self.end_call(asked, |request| SpyRecord {
+                request,
                 result,
                 input_after_return,
                 destination_saw_output,
-            }
+            });
         };
         trace::record(TraceEvent::ProviderReturned {
             how: match &result {
@@ -404,26 +436,70 @@ impl TransferProvider for Spy {
                     Some(self),
                     expected.output.as_ref().map(Reference::expected),
                 );
-                self.push(effects(ProviderResult::Returned(returned)));
+                end(ProviderResult::Returned(returned));
                 Ok(tensor)
             }
             Ok(Err(error)) => {
-                self.push(effects(ProviderResult::Failed {
+                end(ProviderResult::Failed {
                     message: error.to_string(),
                     chain: source_chain(&error),
                     device_error: device_error_in(&error),
-                }));
+                });
                 Err(error)
             }
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
-                self.push(effects(ProviderResult::Panicked {
+                end(ProviderResult::Panicked {
                     message: message.clone(),
-                }));
+                });
                 Err(tenferro_runtime::Error::Internal(format!(
                     "transfer provider panicked: {message}"
                 )))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::{Case, HostProvider, Rig, Route};
+
+    /// The host copy, noting what its Spy shows while the call runs.
+    #[derive(Debug, Default)]
+    struct LooksAtItsSpy {
+        spy: OnceLock<Arc<Spy>>,
+        seen: Mutex<Option<(bool, usize)>>,
+    }
+
+    impl TransferProvider for LooksAtItsSpy {
+        fn transfer_blocking(
+            &self,
+            request: TransferRequest<'_>,
+        ) -> tenferro_runtime::Result<Tensor> {
+            if let Some(spy) = self.spy.get() {
+                let (in_flight, records) = spy.in_flight_and_records();
+                *self.seen.lock().unwrap() = Some((in_flight.is_some(), records.len()));
+            }
+            HostProvider::new().transfer_blocking(request)
+        }
+    }
+
+    #[test]
+    fn a_call_is_in_flight_while_it_runs_and_a_record_once_it_ended() {
+        let provider = Arc::new(LooksAtItsSpy::default());
+        let route = Route::host_to_host().unwrap();
+        let mut rig = Rig::new(route, Arc::clone(&provider) as _).unwrap();
+        provider.spy.set(Arc::clone(rig.spy())).unwrap();
+        rig.spy().take();
+        let case = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+        let outcome = rig.run(&case).unwrap();
+        assert_eq!(outcome.calls.len(), 1);
+        assert_eq!(*provider.seen.lock().unwrap(), Some((true, 0)));
+        let (in_flight, records) = rig.spy().in_flight_and_records();
+        assert!(in_flight.is_none());
+        assert!(records.is_empty(), "the rig took the run's records");
     }
 }

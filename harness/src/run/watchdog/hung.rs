@@ -39,8 +39,7 @@ impl Watchdog {
         limit: Duration,
         grace: Duration,
     ) -> (usize, Vec<Outcome>) {
-        let returned = worker.spy.records();
-        let request = worker.spy.in_flight();
+        let (request, returned) = worker.spy.in_flight_and_records();
         let stage = worker.spy.stage();
         let trace = worker.trace.events();
         let event_domains = worker.event_domains;
