@@ -320,7 +320,9 @@ impl Spy {
     /// slot (unless a call beside it took the slot since) and its record,
     /// made by `record`, joins the records, both under the in-flight lock,
     /// so that [`Spy::in_flight_and_records`] sees the call in exactly one
-    /// of the two.
+    /// of the two. `record` only assembles what was read before: no
+    /// provider code runs under the locks, so a hung provider cannot hold
+    /// them from the watchdog.
     fn end_call(&self, asked: Arc<RequestRecord>, record: impl FnOnce(RequestRecord) -> SpyRecord) {
         let mut in_flight = self
             .in_flight
