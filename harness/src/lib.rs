@@ -57,9 +57,7 @@ pub use device::absent::device_required;
 pub use device::completion::CompletionState;
 pub use device::description::DeviceDescription;
 pub use device::device_error::DeviceError;
-pub use device::endpoint::{
-    Availability, DeviceEndpoint, Endpoint, EngineRole, ReadBack, stage_via_host,
-};
+pub use device::endpoint::{Availability, DeviceEndpoint, EngineRole, ReadBack, stage_via_host};
 pub use device::host::adapter::{
     CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain,
 };
@@ -68,6 +66,7 @@ pub use device::ledger::{Allocation, AllocationLedger, LedgerMark};
 pub use device::memory::{MemoryGrowth, MemoryInUse};
 pub use device::registration::{declared_ingress, reregister, reshape_only};
 pub use device::route::{PlacementRule, Route, StorageRule};
+pub use device::side::Endpoint;
 pub use device::skip::{announce_skip, route_or_skip};
 
 // run: running a case.

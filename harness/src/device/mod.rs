@@ -16,5 +16,6 @@ pub(crate) mod ledger;
 pub(crate) mod memory;
 pub(crate) mod registration;
 pub(crate) mod route;
+pub(crate) mod side;
 pub(crate) mod skip;
 pub(crate) mod stage;
