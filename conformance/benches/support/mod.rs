@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tenferro_runtime::{
-    CompiledGraph, ExecutionEngine, GraphCompiler, Prepared, Runtime, TracedTensor,
+    CompiledGraph, ExecutionEngine, GraphCompiler, Output, Prepared, Runtime, TracedTensor,
     TransferProvider, TransferRequest,
 };
 use tenferro_tensor::{Tensor, TensorRead};
-use tenferro_transfer_conformance::harness::{Case, Endpoint, HostEndpoint, Route};
+use tenferro_transfer_conformance::harness::{Case, Endpoint, HostEndpoint, Route, read_compact};
 use tenferro_transfer_conformance::mock_devices::{Element, EngineRole, HostDomain, SimDevice};
 
 /// Criterion settings short enough for a loaded 2-core machine.
@@ -171,8 +171,8 @@ impl BareRun {
             .expect("stage");
     }
 
-    /// One `Runtime::run`; the output is dropped.
-    pub fn run(&mut self) {
+    /// One `Runtime::run`, its outputs handed to `then`, then dropped.
+    fn run_then<R>(&mut self, then: impl FnOnce(&[Output<'_>]) -> R) -> R {
         let mut engines: [&mut dyn ExecutionEngine; 2] =
             [self.source.as_mut(), self.destination.as_mut()];
         let outputs = self
@@ -183,7 +183,28 @@ impl BareRun {
                 std::slice::from_ref(&TensorRead::from_tensor(&self.input)),
             )
             .expect("run");
-        assert_eq!(outputs.len(), 1);
+        then(&outputs)
+    }
+
+    /// One `Runtime::run`; the output is dropped.
+    pub fn run(&mut self) {
+        self.run_then(|outputs| assert_eq!(outputs.len(), 1));
+    }
+
+    /// One `Runtime::run`, its output's values read once and compared
+    /// with `expected` (what any caller pays to use a result), then
+    /// dropped.
+    pub fn run_and_read(&mut self, expected: &[f64]) {
+        self.run_then(|outputs| {
+            let values = read_compact::<f64>(&outputs[0].read()).expect("read");
+            assert_eq!(values.len(), expected.len());
+            assert!(
+                values
+                    .iter()
+                    .zip(expected)
+                    .all(|(got, want)| got.to_bits() == want.to_bits())
+            );
+        });
     }
 }
 
