@@ -184,3 +184,60 @@ fn keep_plans_bounds_the_plans_kept_now_and_later() {
     watchdog.keep_plans(0);
     assert_eq!(prepared(&watchdog), 1, "at least one plan is kept");
 }
+
+/// The plans the worker's rig keeps now.
+fn plans_on_the_worker(watchdog: &Watchdog) -> usize {
+    let worker = watchdog.worker.as_ref().expect("a worker");
+    worker.jobs.send(Job::CountPlans).unwrap();
+    match receive(&worker.replies, Some(DEFAULT_DEADLINE)) {
+        Ok(Message::Done(count)) => *count.downcast::<usize>().unwrap(),
+        _ => panic!("the worker did not count its plans"),
+    }
+}
+
+/// Sleeps through its first call (past any deadline of the tests and its
+/// grace), then copies on the host.
+#[derive(Debug, Default)]
+struct SleepsOnce(std::sync::atomic::AtomicBool);
+
+impl TransferProvider for SleepsOnce {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        HostProvider::new().transfer_blocking(request)
+    }
+}
+
+#[test]
+fn keep_plans_reaches_the_worker_and_one_started_after_a_hang() {
+    let route = Route::host_to_host().unwrap();
+    let mut watchdog = Watchdog::new(
+        route,
+        Arc::new(SleepsOnce::default()),
+        Duration::from_millis(50),
+    )
+    .unwrap();
+    // The first call overruns the deadline and its grace: the worker is
+    // given up for lost, and the next run starts another.
+    let hung = watchdog.run(&three_signatures()[0]).unwrap();
+    assert!(
+        matches!(hung.runtime, RuntimeVerdict::TimedOut { .. }),
+        "{:?}",
+        hung.runtime
+    );
+    assert_eq!(watchdog.lost_workers(), 1);
+    assert!(watchdog.worker.is_none());
+    watchdog.keep_plans(2);
+    for case in three_signatures() {
+        let outcome = watchdog.run(&case).unwrap();
+        assert!(Oracle.judge(&case, watchdog.route(), &outcome).passed());
+    }
+    assert_eq!(
+        plans_on_the_worker(&watchdog),
+        2,
+        "the limit reached the new worker"
+    );
+    watchdog.keep_plans(1);
+    assert_eq!(plans_on_the_worker(&watchdog), 1, "and the running one");
+}

@@ -71,6 +71,10 @@ pub(super) enum Job {
     /// Run the later cases with another provider
     /// ([`Rig::replace_provider`]).
     Replace(Arc<dyn TransferProvider>),
+    /// Answer with the number of plans the rig keeps: the watchdog's
+    /// tests look at a worker's rig this way.
+    #[cfg(test)]
+    CountPlans,
 }
 
 /// What the worker tells the watchdog.
@@ -151,6 +155,8 @@ impl Worker {
                             continue;
                         }
                         Job::Release => Message::Released(rig.release_outputs()),
+                        #[cfg(test)]
+                        Job::CountPlans => Message::Done(Box::new(rig.prepared_count())),
                     };
                     if reply.send(message).is_err() {
                         return;
