@@ -5,13 +5,19 @@
 //! the program reads it again at the end, as any program that moves two
 //! inputs to a device does. Each run's outputs are then held as the caller
 //! would hold them, and read again after every later run and at the end.
+//! Then, for each dtype, the largest case of at most
+//! [`STACKED_MAX_ELEMENTS`] is moved [`HOLD_SAME_SIZE`] times more, one input a run, every output held: a provider whose blocks of a
+//! size run out hands out one the caller still holds (a ring of staging
+//! outputs, a caching allocator that counts a held block as free) only
+//! when that many outputs of the size are held.
 //! Every input is judged on every rule; the memory the devices keep over
 //! the pass is judged as a whole (`no-leak`): outputs held on purpose are
 //! no leak, and once they are released nothing of the pass may remain.
 
 use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
 use tenferro_transfer_harness::{
-    HeldOutputs, Judgement, Oracle, PhaseMemory, Route, Watchdog, describe_error,
+    Case, HOLD_SAME_SIZE, HeldOutputs, Judgement, Oracle, PhaseMemory, Route, Watchdog,
+    describe_error,
 };
 
 use crate::coverage::Coverage;
@@ -22,6 +28,10 @@ use crate::runner::{JudgedAs, input_label, run_cases_keeping};
 /// held at once, and the pass's memory must stay within a few large cases.
 pub const HELD_MAX_ELEMENTS: usize = 1 << 16;
 
+/// The largest case the pass moves [`HOLD_SAME_SIZE`] times, holding every
+/// output, in elements.
+pub const STACKED_MAX_ELEMENTS: usize = 1 << 12;
+
 /// The recipe of the input moved after `recipe` in the held pass: the same
 /// dtype, shape and layout, with other values.
 pub(crate) fn sibling(recipe: &Recipe) -> Recipe {
@@ -31,6 +41,34 @@ pub(crate) fn sibling(recipe: &Recipe) -> Recipe {
         specials: 16,
         ..recipe.clone().untwinned()
     }
+}
+
+/// The `depth`-th input moved after `recipe`'s pair in the stacked runs:
+/// as [`sibling`], with values of its own.
+fn stacked(recipe: &Recipe, depth: u64) -> Recipe {
+    Recipe {
+        seed: recipe.seed.wrapping_add(2 + depth),
+        ..sibling(recipe)
+    }
+}
+
+/// The recipes the stacked runs move: for each dtype, the largest of
+/// `recipes` with at least one and at most [`STACKED_MAX_ELEMENTS`]
+/// elements (the first of those of that size).
+fn stacked_recipes(recipes: &[Recipe]) -> Vec<&Recipe> {
+    let elements = |recipe: &Recipe| recipe.shape.iter().product::<usize>();
+    let mut chosen: Vec<&Recipe> = Vec::new();
+    for recipe in recipes {
+        if !(1..=STACKED_MAX_ELEMENTS).contains(&elements(recipe)) {
+            continue;
+        }
+        match chosen.iter_mut().find(|other| other.dtype == recipe.dtype) {
+            Some(other) if elements(other) < elements(recipe) => *other = recipe,
+            Some(_) => {}
+            None => chosen.push(recipe),
+        }
+    }
+    chosen
 }
 
 /// The two records of a held pass: every input judged on every rule (the
@@ -50,6 +88,7 @@ pub(crate) fn held_pass(
         mut parts,
         coverage,
         runs,
+        stacked_runs,
         not_run,
         accounting_seen,
         released,
@@ -87,7 +126,7 @@ pub(crate) fn held_pass(
     };
     let held_head = RowHead {
         layout: format!(
-            "held: {runs} runs of two inputs of the same size, the outputs held and read again after every later transfer"
+            "held: {runs} runs of two inputs of the same size and {stacked_runs} of one, up to {HOLD_SAME_SIZE} outputs of a size held and read again after every later transfer"
         ),
         ..head.clone()
     };
@@ -123,8 +162,10 @@ struct HeldPass {
     parts: Vec<(String, Judgement)>,
     /// The inputs judged, for the coverage map.
     coverage: Coverage,
-    /// Runs made.
+    /// Runs of two inputs made.
     runs: usize,
+    /// Runs of one input made, stacking outputs of a size.
+    stacked_runs: usize,
     /// Why inputs could not run.
     not_run: Vec<String>,
     /// Whether the destination's accounting showed the held outputs.
@@ -133,30 +174,67 @@ struct HeldPass {
     released: Result<HeldOutputs, tenferro_transfer_harness::HarnessError>,
 }
 
-/// Run every pair of `recipes` in one run each, holding their outputs,
-/// then release them.
+/// Run every pair of `recipes` in one run each, then the stacked runs,
+/// holding their outputs, then release them.
 fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> HeldPass {
     let phase = PhaseMemory::start(route);
     watchdog.keep_outputs(true);
-    let mut found = HeldOutputs::default();
-    let mut parts: Vec<(String, Judgement)> = Vec::new();
-    let mut coverage = Coverage::default();
-    let mut runs = 0;
-    let mut not_run: Vec<String> = Vec::new();
+    let mut pass = HeldPass {
+        found: HeldOutputs::default(),
+        parts: Vec::new(),
+        coverage: Coverage::default(),
+        runs: 0,
+        stacked_runs: 0,
+        not_run: Vec::new(),
+        accounting_seen: false,
+        released: Ok(HeldOutputs::default()),
+    };
     for recipe in recipes {
         // The case, then one of the same dtype and length with other
         // values, in one run: a provider that hands out a live allocation
         // of that size writes into the first while the runtime holds it.
         let pair = recipe.clone().moved_with(vec![sibling(recipe)]);
-        let cases = match pair.cases() {
-            Ok(cases) if cases[0].len() <= HELD_MAX_ELEMENTS => cases,
-            Ok(_) => continue,
+        if pass.run(watchdog, route, &pair, HELD_MAX_ELEMENTS) {
+            pass.runs += 1;
+        }
+    }
+    for recipe in stacked_recipes(recipes) {
+        for depth in 0..HOLD_SAME_SIZE as u64 {
+            if pass.run(
+                watchdog,
+                route,
+                &stacked(recipe, depth),
+                STACKED_MAX_ELEMENTS,
+            ) {
+                pass.stacked_runs += 1;
+            }
+        }
+    }
+    pass.accounting_seen = phase.shows_held_outputs(route);
+    pass.released = watchdog.release_outputs();
+    watchdog.keep_outputs(false);
+    pass
+}
+
+impl HeldPass {
+    /// Move the inputs of `recipe` in one run, its outputs held, and judge
+    /// each; `false` when it was not run (larger than `max_elements`, or
+    /// not a valid case).
+    fn run(
+        &mut self,
+        watchdog: &mut Watchdog,
+        route: &Route,
+        recipe: &Recipe,
+        max_elements: usize,
+    ) -> bool {
+        let cases: Vec<Case> = match recipe.cases() {
+            Ok(cases) if cases[0].len() <= max_elements => cases,
+            Ok(_) => return false,
             Err(error) => {
-                not_run.push(describe_error(&error));
-                continue;
+                self.not_run.push(describe_error(&error));
+                return false;
             }
         };
-        runs += 1;
         let total = cases.len();
         for (index, run) in
             run_cases_keeping(watchdog, route, &cases, JudgedAs::Inside, None, |outcome| {
@@ -168,27 +246,17 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
             match run {
                 Ok((judgement, held)) => {
                     if let Some(held) = held {
-                        found.reread += held.reread;
-                        found.changed.extend(held.changed);
+                        self.found.reread += held.reread;
+                        self.found.changed.extend(held.changed);
                     }
-                    coverage.add(&cases[index], &judgement);
-                    parts.push((input_label(index, total, &cases[index]), judgement));
+                    self.coverage.add(&cases[index], &judgement);
+                    self.parts
+                        .push((input_label(index, total, &cases[index]), judgement));
                 }
                 Err(skip) if skip.is_skip() => {}
-                Err(error) => not_run.push(describe_error(&error)),
+                Err(error) => self.not_run.push(describe_error(&error)),
             }
         }
-    }
-    let accounting_seen = phase.shows_held_outputs(route);
-    let released = watchdog.release_outputs();
-    watchdog.keep_outputs(false);
-    HeldPass {
-        found,
-        parts,
-        coverage,
-        runs,
-        not_run,
-        accounting_seen,
-        released,
+        true
     }
 }

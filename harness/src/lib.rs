@@ -75,7 +75,7 @@ pub use run::effects::{ChangedOutput, HeldOutputs, InputBefore, InputReads};
 pub use run::outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
-pub use run::rig::{HOLD_RECENT, Rig};
+pub use run::rig::{HOLD_RECENT, HOLD_SAME_SIZE, Rig};
 pub use run::spy::{
     ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
 };

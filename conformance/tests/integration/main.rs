@@ -28,6 +28,7 @@ mod report_renderings;
 mod rig;
 mod shape_specialised_plans;
 mod size_classes;
+mod staging_ring;
 mod suite;
 mod suite_fuzzer;
 mod unavailable_devices;

@@ -16,9 +16,16 @@ use crate::{Compared, Endpoint};
 
 use super::{Ran, Rig, case_words};
 
-/// How many recent outputs a rig holds, besides the previous one of each
-/// dtype and length.
+/// How many recent outputs a rig holds, besides the latest ones of the
+/// dtype and length it moves ([`HOLD_SAME_SIZE`]).
 pub const HOLD_RECENT: usize = 4;
+
+/// How many outputs of one dtype and length a rig holds at once, whatever
+/// else it holds: the latest of the size it moves. A caching allocator
+/// that hands out a block the caller still holds once all its blocks of a
+/// size are held (a ring of staging outputs) shows only when more outputs
+/// of that size are held than it keeps blocks.
+pub const HOLD_SAME_SIZE: usize = 16;
 
 /// An output the rig holds, with the bytes it had when it was returned.
 struct Held {
@@ -70,25 +77,16 @@ impl HeldAcrossRuns {
     }
 
     /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
-    /// oldest beyond the most recent but never the latest of a dtype and
-    /// length.
+    /// oldest beyond the most recent but never the latest
+    /// [`HOLD_SAME_SIZE`] of a dtype and length (this one among them).
     pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Reference) {
         let key = (case.dtype(), case.len());
-        // The previous output of the same size is kept whatever its age;
-        // so are the most recent ones.
-        let same_size: Option<usize> = self
-            .held
-            .iter()
-            .rposition(|held| (held.dtype, held.len) == key);
         while self.held.len() >= HOLD_RECENT {
-            match (0..self.held.len()).find(|&index| Some(index) != same_size) {
+            match self.oldest_evictable(key) {
                 Some(oldest) => {
                     self.held.remove(oldest);
                 }
                 None => break,
-            }
-            if self.held.len() < HOLD_RECENT {
-                break;
             }
         }
         self.held.push_back(Held {
@@ -99,6 +97,23 @@ impl HeldAcrossRuns {
             output,
             bytes,
         });
+    }
+}
+
+impl HeldAcrossRuns {
+    /// The oldest held output that may make room for one of size `key`:
+    /// any but the latest `HOLD_SAME_SIZE - 1` of that size.
+    fn oldest_evictable(&self, key: (DType, usize)) -> Option<usize> {
+        let mut protected = HOLD_SAME_SIZE - 1;
+        let mut oldest = None;
+        for (index, held) in self.held.iter().enumerate().rev() {
+            if (held.dtype, held.len) == key && protected > 0 {
+                protected -= 1;
+            } else {
+                oldest = Some(index);
+            }
+        }
+        oldest
     }
 }
 

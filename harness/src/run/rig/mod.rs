@@ -33,8 +33,8 @@ use crate::{
 
 pub(crate) use ending::sole_outcome;
 use ending::{RunEnd, calls_by_input, lost_call};
-pub use held::HOLD_RECENT;
 use held::HeldAcrossRuns;
+pub use held::{HOLD_RECENT, HOLD_SAME_SIZE};
 use plans::{Engines, Plans};
 use recent::RecentInputs;
 
@@ -229,8 +229,8 @@ impl Rig {
     }
 
     /// Keep the runtime's outputs of every later run alive (up to
-    /// [`HOLD_RECENT`] recent ones, and always the previous output of the
-    /// same dtype and length), and read the held outputs again after each
+    /// [`HOLD_RECENT`] recent ones, and always the latest
+    /// [`HOLD_SAME_SIZE`] of the dtype and length being moved), and read the held outputs again after each
     /// run (`output-stable`). While outputs are held, `no-leak` is not
     /// judged run by run: memory kept alive on purpose is no leak, and the
     /// caller judges the memory around the whole pass. Release them with

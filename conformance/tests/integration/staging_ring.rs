@@ -1,0 +1,130 @@
+//! A provider whose blocks of a size run out: a ring of staging outputs
+//! that, once every block of a size is held by the caller, writes the next
+//! output into the oldest one anyway. It shows only when more outputs of
+//! one size are held than it keeps blocks, so the held pass stacks
+//! `HOLD_SAME_SIZE` outputs of a small case per dtype. Written here as a
+//! vendor would, from the simulated device's public API; the correct
+//! caching allocator with as many blocks is the control.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tenferro_tensor::{BackendStorage, StorageBuffer, TypedTensor};
+use tenferro_transfer_conformance::BoxError;
+use tenferro_transfer_conformance::harness::HOLD_SAME_SIZE;
+use tenferro_transfer_conformance::mock_devices::providers::CachingAllocator;
+use tenferro_transfer_conformance::mock_devices::{
+    Element, SimStorage, sim_storage_of, with_element,
+};
+use tenferro_transfer_conformance::prelude::*;
+
+/// Blocks of each size, and where the ring stands in each.
+type Blocks = HashMap<(TypeId, usize), (Vec<Box<dyn Any + Send + Sync>>, usize)>;
+
+/// Keeps up to `blocks` destination blocks a size; a free one is refilled,
+/// and when all are held the next in the ring is refilled anyway.
+#[derive(Debug)]
+struct StagingRing {
+    inner: Arc<dyn TransferProvider>,
+    blocks: usize,
+    ring: Mutex<Blocks>,
+}
+
+impl StagingRing {
+    fn recycle<T: Element>(&self, output: Tensor) -> tenferro_tensor::Result<Tensor> {
+        let Some(fresh) = sim_storage_of::<T>(&output) else {
+            return Ok(output);
+        };
+        let key = (TypeId::of::<T>(), BackendStorage::len(fresh));
+        let mut ring = self.ring.lock().unwrap();
+        let (blocks, next) = ring.entry(key).or_default();
+        let mine = |block: &Box<dyn Any + Send + Sync>| {
+            block.downcast_ref::<SimStorage<T>>().map(SimStorage::alias)
+        };
+        let free = blocks
+            .iter()
+            .filter_map(|block| block.downcast_ref::<SimStorage<T>>())
+            .find(|block| block.handles() == 1)
+            .map(SimStorage::alias);
+        let mut block = match free {
+            Some(block) => block,
+            None if blocks.len() < self.blocks => {
+                blocks.push(Box::new(fresh.alias()));
+                return Ok(output);
+            }
+            // Every block is held: the bug.
+            None => {
+                *next = (*next + 1) % blocks.len();
+                match mine(&blocks[*next]) {
+                    Some(block) => block,
+                    None => return Ok(output),
+                }
+            }
+        };
+        drop(ring);
+        let values = fresh.map_read().unwrap().to_vec();
+        block.map_write().unwrap().copy_from_slice(&values).unwrap();
+        let (shape, placement) = (output.shape().to_vec(), output.placement().clone());
+        drop(output);
+        TypedTensor::<T>::from_buffer_col_major(
+            shape,
+            StorageBuffer::Backend(Box::new(block)),
+            placement,
+        )
+        .map(Tensor::from_typed)
+    }
+}
+
+impl TransferProvider for StagingRing {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        let output = self.inner.transfer_blocking(request)?;
+        Ok(with_element!(output.dtype(), T => self.recycle::<T>(output)?, external => output))
+    }
+}
+
+fn upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
+    let device = route
+        .destination()
+        .downcast::<SimDevice>()
+        .ok_or("the upload serves a simulated destination")?;
+    Ok(Arc::new(SimUpload::new(device.clone())))
+}
+
+/// More blocks than the held pairs ever hold of one size, fewer than the
+/// stacked runs hold.
+const BLOCKS: usize = 8;
+
+fn suite() -> ProviderSuite {
+    ProviderSuite::new("staging-ring", Level::V2)
+        .route("ring", Route::host_to_sim, |route| {
+            Ok(Arc::new(StagingRing {
+                inner: upload(route)?,
+                blocks: BLOCKS,
+                ring: Mutex::default(),
+            }) as _)
+        })
+        .route("caching", Route::host_to_sim, |route| {
+            Ok(Arc::new(CachingAllocator::new(upload(route)?, BLOCKS)) as _)
+        })
+        .profile(Profile::Quick)
+        .seed(11)
+}
+
+#[test]
+fn a_ring_of_staging_outputs_breaks_output_stable_and_the_caching_allocator_does_not() {
+    const { assert!(BLOCKS < HOLD_SAME_SIZE) };
+    let suite = suite();
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "ring", Rule::OutputStable) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(text.contains("still held by the caller"), "{text}");
+    for rule in Level::V2.rules() {
+        assert!(
+            !matches!(suite.check(&report, "caching", *rule), RuleVerdict::Fail(_)),
+            "{rule}: {:?}",
+            suite.check(&report, "caching", *rule)
+        );
+    }
+}
