@@ -10,6 +10,9 @@
 //! size run out hands out one the caller still holds (a ring of staging
 //! outputs, a caching allocator that counts a held block as free) only
 //! when that many outputs of the size are held.
+//! Last, the largest case above [`HELD_MAX_ELEMENTS`] of one dtype moves
+//! in a pair and once more, held: a pool of large blocks kept apart from
+//! the small ones breaks there alone.
 //! Every input is judged on every rule; the memory the devices keep over
 //! the pass is judged as a whole (`no-leak`): outputs held on purpose are
 //! no leak, and once they are released nothing of the pass may remain.
@@ -24,8 +27,10 @@ use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 use crate::runner::{JudgedAs, input_label, run_cases_keeping};
 
-/// The largest case the pass holds, in elements: a few outputs of it are
-/// held at once, and the pass's memory must stay within a few large cases.
+/// The largest case the pass holds for every dtype, in elements: a few
+/// outputs of it are held at once, and the pass's memory must stay within
+/// a few large cases. Above it, only the largest case of one dtype is
+/// held, three outputs of it at once.
 pub const HELD_MAX_ELEMENTS: usize = 1 << 16;
 
 /// The largest case the pass moves [`HOLD_SAME_SIZE`] times, holding every
@@ -50,6 +55,21 @@ fn stacked(recipe: &Recipe, depth: u64) -> Recipe {
         seed: recipe.seed.wrapping_add(2 + depth),
         ..sibling(recipe)
     }
+}
+
+/// The largest of `recipes` above [`HELD_MAX_ELEMENTS`], of the first
+/// dtype that has one: the held pass moves its pair and one more of its
+/// size, so `output-stable` is checked on a large block too.
+fn largest_beyond_held(recipes: &[Recipe]) -> Option<&Recipe> {
+    let elements = |recipe: &Recipe| recipe.shape.iter().product::<usize>();
+    let dtype = &recipes
+        .iter()
+        .find(|recipe| elements(recipe) > HELD_MAX_ELEMENTS)?
+        .dtype;
+    recipes
+        .iter()
+        .filter(|recipe| recipe.dtype == *dtype && elements(recipe) > HELD_MAX_ELEMENTS)
+        .max_by_key(|recipe| elements(recipe))
 }
 
 /// The recipes the stacked runs move: for each dtype, the largest of
@@ -208,6 +228,18 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
             ) {
                 pass.stacked_runs += 1;
             }
+        }
+    }
+    // Above the held size, one case of one dtype: its pair, then one more
+    // of its size, held (a pool of large blocks apart from the small ones
+    // breaks there alone).
+    if let Some(recipe) = largest_beyond_held(recipes) {
+        let pair = recipe.clone().moved_with(vec![sibling(recipe)]);
+        if pass.run(watchdog, route, &pair, usize::MAX) {
+            pass.runs += 1;
+        }
+        if pass.run(watchdog, route, &stacked(recipe, 0), usize::MAX) {
+            pass.stacked_runs += 1;
         }
     }
     pass.accounting_seen = phase.shows_held_outputs(route);

@@ -2,7 +2,8 @@
 //! that, once every block of a size is held by the caller, writes the next
 //! output into the oldest one anyway. It shows only when more outputs of
 //! one size are held than it keeps blocks, so the held pass stacks
-//! `HOLD_SAME_SIZE` outputs of a small case per dtype. Written here as a
+//! `HOLD_SAME_SIZE` outputs of a small case per dtype, and three of its
+//! largest case of one dtype. Written here as a
 //! vendor would, from the simulated device's public API; the correct
 //! caching allocator with as many blocks is the control.
 
@@ -22,12 +23,14 @@ use tenferro_transfer_conformance::prelude::*;
 /// Blocks of each size, and where the ring stands in each.
 type Blocks = HashMap<(TypeId, usize), (Vec<Box<dyn Any + Send + Sync>>, usize)>;
 
-/// Keeps up to `blocks` destination blocks a size; a free one is refilled,
-/// and when all are held the next in the ring is refilled anyway.
+/// Keeps up to `blocks` destination blocks a size of at least `min`
+/// elements; a free one is refilled, and when all are held the next in the
+/// ring is refilled anyway.
 #[derive(Debug)]
 struct StagingRing {
     inner: Arc<dyn TransferProvider>,
     blocks: usize,
+    min: usize,
     ring: Mutex<Blocks>,
 }
 
@@ -37,6 +40,9 @@ impl StagingRing {
             return Ok(output);
         };
         let key = (TypeId::of::<T>(), BackendStorage::len(fresh));
+        if key.1 < self.min {
+            return Ok(output);
+        }
         let mut ring = self.ring.lock().unwrap();
         let (blocks, next) = ring.entry(key).or_default();
         let mine = |block: &Box<dyn Any + Send + Sync>| {
@@ -101,6 +107,17 @@ fn suite() -> ProviderSuite {
             Ok(Arc::new(StagingRing {
                 inner: upload(route)?,
                 blocks: BLOCKS,
+                min: 0,
+                ring: Mutex::default(),
+            }) as _)
+        })
+        // One block for a million elements or more, as a pool of large
+        // blocks kept apart from the small ones.
+        .route("large_ring", Route::host_to_sim, |route| {
+            Ok(Arc::new(StagingRing {
+                inner: upload(route)?,
+                blocks: 1,
+                min: 1 << 20,
                 ring: Mutex::default(),
             }) as _)
         })
@@ -112,14 +129,17 @@ fn suite() -> ProviderSuite {
 }
 
 #[test]
-fn a_ring_of_staging_outputs_breaks_output_stable_and_the_caching_allocator_does_not() {
+fn rings_of_staging_outputs_small_and_large_break_output_stable_and_the_caching_allocator_does_not()
+{
     const { assert!(BLOCKS < HOLD_SAME_SIZE) };
     let suite = suite();
     let report = suite.run();
-    let RuleVerdict::Fail(text) = suite.check(&report, "ring", Rule::OutputStable) else {
-        panic!("{}", report.to_table());
-    };
-    assert!(text.contains("still held by the caller"), "{text}");
+    for route in ["ring", "large_ring"] {
+        let RuleVerdict::Fail(text) = suite.check(&report, route, Rule::OutputStable) else {
+            panic!("{route}: {}", report.to_table());
+        };
+        assert!(text.contains("still held by the caller"), "{route}: {text}");
+    }
     for rule in Level::V2.rules() {
         assert!(
             !matches!(suite.check(&report, "caching", *rule), RuleVerdict::Fail(_)),
