@@ -110,6 +110,18 @@ fn rule_failures<'a>(
     failing
 }
 
+/// What a row's replay cannot promise: a state row's first failing pair
+/// replays as one run of both inputs, where the row moved them in runs of
+/// their own.
+fn replay_caveat(record: &CaseRecord) -> &'static str {
+    match record.origin {
+        Origin::State => {
+            " (this row's first failing pair, moved in one run; the row moved them one run each, so state that depends on that, such as a cache keyed by the input's address, may pass it: rerun the test to meet the row's sequence)"
+        }
+        _ => "",
+    }
+}
+
 /// The text of a failing verdict: the first [`LISTED_FAILURES`] cases
 /// that broke the rule, each with how to replay it, then what the cases
 /// that could not be set up said.
@@ -130,22 +142,34 @@ fn failure_text(
         },
         rule.statement()
     );
+    let mut replayed: Vec<*const CaseRecord> = Vec::new();
     for (record, violation) in failing.iter().take(LISTED_FAILURES) {
         let head = &record.head;
+        // A row of a pass (its state sequences, its held outputs) is no
+        // one case: its head has no shape of its own.
+        let case = match record.origin {
+            Origin::State | Origin::Held => format!("{} {}", head.dtype, head.layout),
+            _ => format!("{} {:?} {}", head.dtype, head.shape, head.layout),
+        };
         text.push_str(&format!(
-            "\ncase: {} {:?} {}\n  {}\n",
-            head.dtype,
-            head.shape,
-            head.layout,
+            "\ncase: {case}\n  {}\n",
             violation.message.replace('\n', "\n  ")
         ));
-        if let Some(json) = &record.replay {
-            text.push_str(&format!(
-                "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}\n",
-                shell_quote(json),
-                rule.id().replace('-', "_")
-            ));
+        let Some(json) = &record.replay else {
+            continue;
+        };
+        // A row replays one run: said once, under its first failure.
+        if replayed.contains(&std::ptr::from_ref(*record)) {
+            text.push_str("  replay: as above (the row replays its first failing run)\n");
+            continue;
         }
+        replayed.push(std::ptr::from_ref(*record));
+        text.push_str(&format!(
+            "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}{}\n",
+            shell_quote(json),
+            rule.id().replace('-', "_"),
+            replay_caveat(record)
+        ));
     }
     if failing.len() > LISTED_FAILURES {
         text.push_str(&format!(

@@ -150,6 +150,52 @@ fn wrong_data_outside_the_capabilities_is_named_in_the_honesty_violation() {
     );
 }
 
+/// A state row is no one case: its failures name the row, and its one
+/// replay (the first failing pair, moved in one run) is printed once, with
+/// what it cannot promise.
+#[test]
+fn a_state_rows_failures_name_the_row_and_print_its_one_replay_once() {
+    let suite = ProviderSuite::new("broken", Level::V1)
+        .route(
+            "upload",
+            Route::host_to_sim,
+            broken_upload(vec![Fault::SampledContentCache]),
+        )
+        .seed(11);
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "upload", Rule::Values) else {
+        panic!("{}", report.to_table())
+    };
+    let state: Vec<&str> = text
+        .split("\ncase: ")
+        .filter(|block| block.contains(" state: "))
+        .collect();
+    assert!(state.len() >= 2, "{text}");
+    assert!(
+        state.iter().all(|block| !block.contains("[] state:")),
+        "{text}"
+    );
+    // Each row (its head, the block's first line) prints its replay in
+    // full once, first, then "as above".
+    let mut rows: Vec<&str> = Vec::new();
+    for block in &state {
+        let row = block.lines().next().unwrap_or_default();
+        let full = block.contains("replay: TRANSFER_CONFORMANCE_REPLAY=");
+        let again = block.contains("replay: as above");
+        assert_eq!(full, !rows.contains(&row), "{text}");
+        assert_eq!(again, rows.contains(&row), "{text}");
+        rows.push(row);
+    }
+    assert!(
+        rows.len() > rows.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        "{text}"
+    );
+    assert!(
+        text.contains("moved in one run; the row moved them one run each"),
+        "{text}"
+    );
+}
+
 #[rstest::rstest]
 #[case::early_return(Fault::EarlyReturn, Rule::Completion)]
 #[case::negative_zero(Fault::NegativeZeroLost, Rule::Values)]
