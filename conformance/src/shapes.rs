@@ -4,8 +4,10 @@
 //! 4,096 elements, every rank, and every special float value in both signs.
 
 use tenferro_tensor::DType;
-use tenferro_transfer_harness::strategy::{Capabilities, MAX_RANK, Profile};
-use tenferro_transfer_harness::{Case, HarnessError, Layout, ViewAxis, ViewSpec};
+use tenferro_transfer_harness::strategy::{Capabilities, MAX_RANK};
+use tenferro_transfer_harness::{
+    Case, HarnessError, Layout, MAX_EXCEEDED_RANK, ViewAxis, ViewSpec,
+};
 
 /// One named shape and layout of the fixed set.
 #[derive(Clone, Debug)]
@@ -134,17 +136,19 @@ pub const ABOVE_1MI_ELEMENTS: usize = 1031 * 1019;
 
 /// The size classes every profile of a `ProviderSuite` reaches, as far as
 /// `capabilities` admit them: the generated cases of the `quick` profile
-/// stay at or under [`Profile::max_elements`] (4,096), where real copy code
+/// stay at or under [`Profile::max_elements`](tenferro_transfer_harness::strategy::Profile::max_elements) (4,096), where real copy code
 /// has not yet switched strategy (chunks, staging buffers, several streams).
 ///
 /// - `above-1mi`: 1031 x 1019 elements, when the declared maximum admits
-///   it; else `at-maximum`, a vector of exactly the declared maximum when
-///   that is above the `quick` profile's 4,096;
+///   it; else `at-maximum`, a vector of exactly the declared maximum;
 /// - `large-view`: a strided view of 64 x 67 = 4,288 elements with an
 ///   offset and a negative step;
 /// - `rank-5`, `rank-6` (owned) and `rank-6-view` (a permuted strided view),
 ///   so that every rank up to [`MAX_RANK`] is met alongside the fixed set's
-///   ranks 0 to 4.
+///   ranks 0 to 4;
+/// - `rank-7` and `at-maximum-rank` (owned): the next rank above the
+///   generator's, and the declared maximum rank up to
+///   [`MAX_EXCEEDED_RANK`] (16), where declared that high.
 ///
 /// # Examples
 ///
@@ -158,14 +162,15 @@ pub const ABOVE_1MI_ELEMENTS: usize = 1031 * 1019;
 /// ```
 pub fn size_classes(capabilities: &Capabilities) -> Vec<FixedShape> {
     let mut shapes = Vec::new();
-    let quick = Profile::Quick.max_elements();
     if capabilities.max_elements >= ABOVE_1MI_ELEMENTS {
         shapes.push(FixedShape {
             name: "above-1mi",
             shape: vec![1031, 1019],
             layout: Layout::Owned,
         });
-    } else if capabilities.max_elements > quick {
+    } else if capabilities.max_elements > 0 {
+        // Exactly the declared maximum, however small: an off-by-one at
+        // the limit refuses this case, inside the capabilities.
         shapes.push(FixedShape {
             name: "at-maximum",
             shape: vec![capabilities.max_elements],
@@ -193,7 +198,37 @@ pub fn size_classes(capabilities: &Capabilities) -> Vec<FixedShape> {
         layout: rank_six_view(),
     });
     debug_assert!(shapes.iter().any(|shape| shape.shape.len() == MAX_RANK));
+    // Above the generator's ranks, as far as the declared maximum goes: the
+    // next rank, and the declared maximum (up to `MAX_EXCEEDED_RANK`).
+    let highest = capabilities.max_rank.min(MAX_EXCEEDED_RANK);
+    if highest > MAX_RANK {
+        shapes.push(FixedShape {
+            name: "rank-7",
+            shape: high_rank_shape(MAX_RANK + 1),
+            layout: Layout::Owned,
+        });
+    }
+    if highest > MAX_RANK + 1 {
+        shapes.push(FixedShape {
+            name: "at-maximum-rank",
+            shape: high_rank_shape(highest),
+            layout: Layout::Owned,
+        });
+    }
     shapes
+}
+
+/// A shape of `rank` axes of extents 2, 3 and 1 (every third axis 2, the
+/// second 3): a few hundred elements at most, laid out so that a copy that
+/// takes the axes in the wrong order moves values.
+fn high_rank_shape(rank: usize) -> Vec<usize> {
+    (0..rank)
+        .map(|axis| match axis {
+            1 => 3,
+            _ if axis % 3 == 0 => 2,
+            _ => 1,
+        })
+        .collect()
 }
 
 /// Rows 1, 3, ..., 127 of a 130 x 70 backing, columns 67 down to 1

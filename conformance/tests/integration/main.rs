@@ -14,6 +14,7 @@ mod support;
 
 mod builtin_suites;
 mod capabilities;
+mod declared_limits;
 mod edges;
 mod failure_invariant;
 mod generated_values;
