@@ -6,10 +6,11 @@
 //! inputs to a device does. Each run's outputs are then held as the caller
 //! would hold them, and read again after every later run and at the end.
 //! Then, for each dtype, the largest case of at most
-//! [`STACKED_MAX_ELEMENTS`] is moved [`HOLD_SAME_SIZE`] times more, one input a run, every output held: a provider whose blocks of a
-//! size run out hands out one the caller still holds (a ring of staging
-//! outputs, a caching allocator that counts a held block as free) only
-//! when that many outputs of the size are held.
+//! [`STACKED_MAX_ELEMENTS`] is moved [`HOLD_SAME_SIZE`] times more, one
+//! input a run, every output held: a provider whose blocks of a size run
+//! out hands out one the caller still holds (a ring of staging outputs, a
+//! caching allocator that counts a held block as free) only when that
+//! many outputs of the size are held.
 //! Last, the largest case above [`HELD_MAX_ELEMENTS`] of one dtype moves
 //! in a pair and once more, held: a pool of large blocks kept apart from
 //! the small ones breaks there alone.

@@ -136,8 +136,9 @@ pub const ABOVE_1MI_ELEMENTS: usize = 1031 * 1019;
 
 /// The size classes every profile of a `ProviderSuite` reaches, as far as
 /// `capabilities` admit them: the generated cases of the `quick` profile
-/// stay at or under [`Profile::max_elements`](tenferro_transfer_harness::strategy::Profile::max_elements) (4,096), where real copy code
-/// has not yet switched strategy (chunks, staging buffers, several streams).
+/// stay at or under
+/// [`Profile::max_elements`](tenferro_transfer_harness::strategy::Profile::max_elements)
+/// (4,096), where real copy code has not yet switched strategy (chunks, staging buffers, several streams).
 ///
 /// - `above-1mi`: 1031 x 1019 elements, when the declared maximum admits
 ///   it; else `at-maximum`, a vector of exactly the declared maximum;

@@ -142,7 +142,7 @@ fn failure_text(
         },
         rule.statement()
     );
-    let mut replayed: Vec<*const CaseRecord> = Vec::new();
+    let mut replayed: Vec<&CaseRecord> = Vec::new();
     for (record, violation) in failing.iter().take(LISTED_FAILURES) {
         let head = &record.head;
         // A row of a pass (its state sequences, its held outputs) is no
@@ -159,11 +159,11 @@ fn failure_text(
             continue;
         };
         // A row replays one run: said once, under its first failure.
-        if replayed.contains(&std::ptr::from_ref(*record)) {
+        if replayed.iter().any(|seen| std::ptr::eq(*seen, *record)) {
             text.push_str("  replay: as above (the row replays its first failing run)\n");
             continue;
         }
-        replayed.push(std::ptr::from_ref(*record));
+        replayed.push(record);
         text.push_str(&format!(
             "  replay: {REPLAY_ENV}={} {cargo_test} {route}::{}{}\n",
             shell_quote(json),
