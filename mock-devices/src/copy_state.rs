@@ -11,9 +11,7 @@
 //! through [`CopyHost`].
 
 use std::fmt;
-use std::sync::{
-    Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak,
-};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use crate::trace::{self, Trace, TraceEvent};
@@ -23,9 +21,10 @@ use crate::{DeviceError, Element, hold};
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
 #[non_exhaustive]
 pub enum CompletionMode {
-    /// Deterministic (the default): a copy completes only when its token is
-    /// waited on or the device releases it, never on its own, so tests do
-    /// not depend on timing.
+    /// Deterministic (the default): a copy completes only when its token, or
+    /// the token of a later copy on the same stream, is waited on, or the
+    /// device releases it; never on its own, so tests do not depend on
+    /// timing.
     #[default]
     Held,
     /// Soak runs: a copy completes `base` plus up to `jitter` after it was
@@ -68,7 +67,9 @@ pub enum StorageCompletion {
 
 enum Status {
     Ready,
-    Pending(Weak<CopyOp>),
+    /// A copy is writing the memory: the memory keeps its copy alive, as a
+    /// real device keeps a queued copy whether or not anyone holds its event.
+    Pending(Arc<CopyOp>),
     Failed(DeviceError),
 }
 
@@ -130,22 +131,13 @@ impl<T> Memory<T> {
             Status::Failed(error) => return StorageCompletion::Failed(error.clone()),
             Status::Pending(op) => op.clone(),
         };
-        match pending.upgrade() {
-            Some(op) => {
-                op.poll();
-                match &*self.status.lock().unwrap_or_else(PoisonError::into_inner) {
-                    Status::Ready => StorageCompletion::Complete,
-                    Status::Failed(error) => StorageCompletion::Failed(error.clone()),
-                    Status::Pending(_) => StorageCompletion::Pending {
-                        device: op.device.clone(),
-                        copy: op.number,
-                    },
-                }
-            }
-            // Nobody can complete the copy any more: it will never land.
-            None => StorageCompletion::Pending {
-                device: "unknown".to_owned(),
-                copy: 0,
+        pending.poll();
+        match &*self.status.lock().unwrap_or_else(PoisonError::into_inner) {
+            Status::Ready => StorageCompletion::Complete,
+            Status::Failed(error) => StorageCompletion::Failed(error.clone()),
+            Status::Pending(_) => StorageCompletion::Pending {
+                device: pending.device.clone(),
+                copy: pending.number,
             },
         }
     }
@@ -161,6 +153,11 @@ pub(crate) trait CopyHost: Send + Sync {
 
     /// The error every operation gets once the device is lost.
     fn lost_error(&self, device: &str) -> Option<DeviceError>;
+
+    /// The copies queued on `stream` before copy `number` that may still be
+    /// in flight, oldest first: a stream completes in order, so a wait
+    /// lands them first.
+    fn queued_before(&self, stream: usize, number: u64) -> Vec<Arc<CopyOp>>;
 }
 
 /// Who queues a copy, and when and how it lands.
@@ -169,6 +166,8 @@ pub(crate) struct CopySpec {
     pub(crate) device: String,
     /// The copy's number on that device.
     pub(crate) number: u64,
+    /// The stream (command queue) it is queued on.
+    pub(crate) stream: usize,
     /// When it completes on its own once observed (latency mode or a
     /// latency spike); `None`: only a wait or a release completes it.
     pub(crate) due: Option<Instant>,
@@ -184,6 +183,7 @@ type Landing = Box<dyn FnOnce(usize, Option<DeviceError>) + Send>;
 pub(crate) struct CopyOp {
     device: String,
     number: u64,
+    stream: usize,
     bytes: usize,
     due: Option<Instant>,
     never: bool,
@@ -216,8 +216,14 @@ impl CopyOp {
         target: &Arc<Memory<T>>,
     ) -> Arc<Self> {
         let bytes = std::mem::size_of_val(values.as_slice());
-        let memory = Arc::clone(target);
+        // The memory keeps the copy alive while it is pending; the copy
+        // keeps only a weak reference back, so dropping the memory drops
+        // the copy (it has nowhere to land).
+        let memory = Arc::downgrade(target);
         let landing: Landing = Box::new(move |written: usize, error: Option<DeviceError>| {
+            let Some(memory) = memory.upgrade() else {
+                return;
+            };
             let width = std::mem::size_of::<T>().max(1);
             let len = values.len();
             let count = (written / width).min(len);
@@ -232,6 +238,7 @@ impl CopyOp {
         let op = Arc::new(Self {
             device: spec.device,
             number: spec.number,
+            stream: spec.stream,
             bytes,
             due: spec.due,
             never: spec.never,
@@ -242,7 +249,7 @@ impl CopyOp {
             trace: trace::current(),
             host,
         });
-        target.set_status(Status::Pending(Arc::downgrade(&op)));
+        target.set_status(Status::Pending(Arc::clone(&op)));
         op
     }
 
@@ -316,6 +323,16 @@ impl CopyOp {
         self.done.notify_all();
     }
 
+    /// Its number on its device.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Whether it is queued on `stream` before copy `number`.
+    pub(crate) fn is_queued_before(&self, stream: usize, number: u64) -> bool {
+        self.stream == stream && self.number < number
+    }
+
     pub(crate) fn is_finished(&self) -> bool {
         self.finished().is_some()
     }
@@ -337,6 +354,36 @@ impl CopyOp {
         }
     }
 
+    /// Land the copy if it can complete, as a later copy of its stream is
+    /// waited on: a copy that never completes (a fault) holds up only its
+    /// own waiters.
+    fn land_in_order(&self) {
+        if self.never || self.finished().is_some() {
+            return;
+        }
+        if let Some(due) = self.due {
+            self.host.advance_to(due);
+        }
+        self.complete(None);
+        // Its outcome is for its own waiters: a later copy of the stream
+        // lands whether or not an earlier one failed.
+        let _ = self.await_result();
+    }
+
+    /// Block until whoever is landing the copy has recorded its result.
+    fn await_result(&self) -> Result<(), DeviceError> {
+        let mut result = self.result.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(result) = result.clone() {
+                return result;
+            }
+            result = self
+                .done
+                .wait(result)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
     fn wait(&self) -> Result<(), DeviceError> {
         self.record(TraceEvent::TokenWaited {
             device: self.device.clone(),
@@ -344,6 +391,11 @@ impl CopyOp {
         });
         if let Some(result) = self.finished() {
             return result;
+        }
+        // A stream completes in order: its earlier copies land first, whether
+        // or not anyone still holds their tokens.
+        for earlier in self.host.queued_before(self.stream, self.number) {
+            earlier.land_in_order();
         }
         if self.never {
             hold::park_until_released();
@@ -359,16 +411,7 @@ impl CopyOp {
             }
             self.complete(None);
         }
-        let mut result = self.result.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            if let Some(result) = result.clone() {
-                return result;
-            }
-            result = self
-                .done
-                .wait(result)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        self.await_result()
     }
 }
 

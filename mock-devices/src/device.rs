@@ -226,7 +226,7 @@ impl DeviceCore {
 
     pub(crate) fn track(&self, op: &Arc<CopyOp>) {
         let mut pending = lock(&self.pending);
-        pending.retain(|op| op.strong_count() > 0);
+        pending.retain(|op| op.upgrade().is_some_and(|op| !op.is_finished()));
         pending.push(Arc::downgrade(op));
     }
 
@@ -253,6 +253,18 @@ impl CopyHost for DeviceCore {
             device: device.to_owned(),
             operations: at,
         })
+    }
+
+    fn queued_before(&self, stream: usize, number: u64) -> Vec<Arc<CopyOp>> {
+        let mut earlier: Vec<Arc<CopyOp>> = lock(&self.pending)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|op| op.is_queued_before(stream, number) && !op.is_finished())
+            .collect();
+        // Threads queueing at once may track copies out of their numbers'
+        // order; the stream's order is the numbers'.
+        earlier.sort_by_key(|op| op.number());
+        earlier
     }
 }
 

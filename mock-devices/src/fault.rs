@@ -70,7 +70,8 @@ impl FaultPlan {
     }
 
     /// Copy number `k` never completes: waiting on it blocks until the
-    /// harness abandons the waiting thread.
+    /// harness abandons the waiting thread. It holds up only its own
+    /// waiters: a wait on a later copy of its stream lands that copy.
     pub fn never_complete(mut self, k: u64) -> Self {
         self.never_complete = Some(k);
         self

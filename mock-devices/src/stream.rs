@@ -1,6 +1,7 @@
 //! `SimStream`: a simulated device's command queue. A queued copy poisons
 //! its destination and completes only later: when someone waits on its
-//! token, when the device releases it, or (in latency mode) once its due
+//! token or on a later copy's of the same stream (a stream completes in
+//! order), when the device releases it, or (in latency mode) once its due
 //! time has passed and someone looks. The copy in flight itself, and its
 //! token, are `copy_state`'s; a stream numbers and times copies and queues
 //! them.
@@ -48,6 +49,7 @@ impl SimStream {
         let spec = CopySpec {
             device: self.device.name().to_owned(),
             number,
+            stream: self.index,
             due,
             never,
             plan,
@@ -126,5 +128,82 @@ pub fn sim_storage_of<T: Element>(tensor: &Tensor) -> Option<&SimStorage<T>> {
     match tensor.as_typed::<T>()?.buffer() {
         StorageBuffer::Backend(storage) => storage.as_any().downcast_ref::<SimStorage<T>>(),
         StorageBuffer::Host(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FaultPlan, StorageCompletion};
+    use tenferro_tensor::BackendStorage;
+
+    fn completion(tensor: &Tensor) -> StorageCompletion {
+        sim_storage_of::<f32>(tensor)
+            .map(SimStorage::completion)
+            .unwrap_or(StorageCompletion::Complete)
+    }
+
+    #[test]
+    fn a_wait_lands_the_earlier_copies_of_its_stream_only() {
+        let device = SimDevice::new(0).unwrap();
+        let (first, first_token) = device
+            .stream(0)
+            .enqueue_copy(vec![2], vec![1.0_f32, 2.0])
+            .unwrap();
+        let (other, _other_token) = device
+            .stream(1)
+            .enqueue_copy(vec![1], vec![3.0_f32])
+            .unwrap();
+        let (second, second_token) = device
+            .stream(0)
+            .enqueue_copy(vec![1], vec![4.0_f32])
+            .unwrap();
+        let first_number = first_token.copy_number();
+        // The first copy's token is dropped unwaited: it stays in flight,
+        // and says which copy it is.
+        drop(first_token);
+        assert_eq!(
+            completion(&first),
+            StorageCompletion::Pending {
+                device: "sim0".to_owned(),
+                copy: first_number,
+            }
+        );
+        second_token.wait().unwrap();
+        assert_eq!(completion(&second), StorageCompletion::Complete);
+        assert_eq!(completion(&first), StorageCompletion::Complete);
+        assert_eq!(
+            sim_storage_of::<f32>(&first)
+                .unwrap()
+                .map_read()
+                .unwrap()
+                .to_vec(),
+            vec![1.0, 2.0]
+        );
+        // Stream 1 is another queue: its copy is still in flight.
+        assert!(matches!(
+            completion(&other),
+            StorageCompletion::Pending { .. }
+        ));
+    }
+
+    #[test]
+    fn a_copy_that_never_completes_holds_up_only_its_own_waiters() {
+        let device = SimDevice::new(0).unwrap();
+        device.install_faults(FaultPlan::new().never_complete(1));
+        let (stuck, _stuck_token) = device
+            .stream(0)
+            .enqueue_copy(vec![1], vec![1.0_f32])
+            .unwrap();
+        let (later, later_token) = device
+            .stream(0)
+            .enqueue_copy(vec![1], vec![2.0_f32])
+            .unwrap();
+        later_token.wait().unwrap();
+        assert_eq!(completion(&later), StorageCompletion::Complete);
+        assert!(matches!(
+            completion(&stuck),
+            StorageCompletion::Pending { .. }
+        ));
     }
 }

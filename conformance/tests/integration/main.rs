@@ -20,6 +20,7 @@ mod failure_invariant;
 mod generated_values;
 mod hang;
 mod hostile_outputs;
+mod in_order_stream;
 mod plain_host;
 mod pressure;
 mod provider_suite;
