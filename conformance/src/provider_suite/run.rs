@@ -183,6 +183,14 @@ impl ProviderSuite {
         rows.push(self.generated_row(&run));
         rows.extend(self.pressure_rows(&run));
         rows.extend(self.outside_rows(&mut set_up));
+        // Every row judged inside the capabilities says why honesty went
+        // unchecked on this route, whichever pass made it.
+        for row in &mut rows {
+            if row.outcome.why_unchecked(Rule::CapabilityHonesty) == Some(INSIDE_CAPABILITIES) {
+                row.outcome
+                    .explain_unchecked(Rule::CapabilityHonesty, &set_up.honesty_unchecked);
+            }
+        }
         rows
     }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use tenferro_transfer_conformance::harness::INSIDE_CAPABILITIES;
 use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
 use tenferro_transfer_conformance::prelude::*;
 use tenferro_transfer_conformance::{Verdict, harness::HarnessError};
@@ -61,6 +62,20 @@ fn a_reference_provider_passes_every_checkable_rule_and_skips_the_rest() {
         unreachable!()
     };
     assert!(reason.contains("cover every case"), "{reason}");
+}
+
+#[test]
+fn every_pass_of_a_route_gives_one_reason_for_an_unchecked_capability_honesty() {
+    let suite = ProviderSuite::new("sim-upload", Level::V2)
+        .route("upload", Route::host_to_sim, sim_upload)
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    let RuleVerdict::Skip(reason) = suite.check(&report, "upload", Rule::CapabilityHonesty) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(reason.contains("cover every case"), "{reason}");
+    assert!(!reason.contains(INSIDE_CAPABILITIES), "{reason}");
 }
 
 #[test]
