@@ -16,7 +16,10 @@ use crate::report::{Report, violation_rows};
 pub enum RuleVerdict {
     /// The rule was checked on `cases` cases and held on every one.
     Pass {
-        /// Cases on which the rule was checked.
+        /// Cases on which the rule was checked: each case of a row of many
+        /// (generated, concurrent, a pass) counts, as the report's
+        /// coverage counts them, and a row that judged the memory over a
+        /// phase counts once.
         cases: usize,
     },
     /// The rule was broken (or the route could not run); the text names
@@ -200,7 +203,17 @@ fn unbroken_verdict(records: &[&CaseRecord], route: &str, rule: Rule) -> RuleVer
     let mut checked = 0;
     for record in records {
         if record.outcome.checked(rule) {
-            checked += 1;
+            // A row of many cases (generated, concurrent, a pass) counts
+            // each case that judged the rule; a row that judged no case of
+            // its own (the memory over a phase) counts once.
+            let cases: usize = record
+                .coverage
+                .covered()
+                .iter()
+                .filter(|covered| covered.rules.contains(&rule))
+                .map(|covered| covered.cases)
+                .sum();
+            checked += cases.max(1);
         } else if let Some(reason) = record.outcome.why_unchecked(rule) {
             // A phase's row (the held outputs, the memory over a phase)
             // judged no case: its other rules were judged on the cases
