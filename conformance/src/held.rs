@@ -11,6 +11,11 @@
 //! out hands out one the caller still holds (a ring of staging outputs, a
 //! caching allocator that counts a held block as free) only when that
 //! many outputs of the size are held.
+//! The same case then moves once more as one run of [`STACKED_RUN_INPUTS`]
+//! inputs of its size: the runtime holds every provider output of a run
+//! in its slots until the program ends, so a ring of blocks shows there
+//! even on a device whose kernels write fresh memory (where the outputs
+//! the caller holds across runs are the kernels', not the provider's).
 //! Last, the largest case above [`HELD_MAX_ELEMENTS`] of one dtype moves
 //! in a pair and once more, held: a pool of large blocks kept apart from
 //! the small ones breaks there alone.
@@ -37,6 +42,11 @@ pub const HELD_MAX_ELEMENTS: usize = 1 << 16;
 /// The largest case the pass moves [`HOLD_SAME_SIZE`] times, holding every
 /// output, in elements.
 pub const STACKED_MAX_ELEMENTS: usize = 1 << 12;
+
+/// The inputs of the held pass's long run of one size: more than
+/// [`HOLD_SAME_SIZE`] provider outputs of a size held by the runtime at
+/// once.
+pub const STACKED_RUN_INPUTS: usize = HOLD_SAME_SIZE + 1;
 
 /// The recipe of the input moved after `recipe` in the held pass: the same
 /// dtype, shape and layout, with other values.
@@ -110,6 +120,7 @@ pub(crate) fn held_pass(
         coverage,
         runs,
         stacked_runs,
+        long_runs,
         not_run,
         accounting_seen,
         released,
@@ -147,7 +158,7 @@ pub(crate) fn held_pass(
     };
     let held_head = RowHead {
         layout: format!(
-            "held: {runs} runs of two inputs of the same size and {stacked_runs} of one, up to {HOLD_SAME_SIZE} outputs of a size held and read again after every later transfer"
+            "held: {runs} runs of two inputs of the same size, {stacked_runs} of one and {long_runs} of {STACKED_RUN_INPUTS}, up to {HOLD_SAME_SIZE} outputs of a size held and read again after every later transfer"
         ),
         ..head.clone()
     };
@@ -187,6 +198,8 @@ struct HeldPass {
     runs: usize,
     /// Runs of one input made, stacking outputs of a size.
     stacked_runs: usize,
+    /// Runs of [`STACKED_RUN_INPUTS`] inputs of one size made.
+    long_runs: usize,
     /// Why inputs could not run.
     not_run: Vec<String>,
     /// Whether the destination's accounting showed the held outputs.
@@ -206,6 +219,7 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
         coverage: Coverage::default(),
         runs: 0,
         stacked_runs: 0,
+        long_runs: 0,
         not_run: Vec::new(),
         accounting_seen: false,
         released: Ok(HeldOutputs::default()),
@@ -229,6 +243,22 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
             ) {
                 pass.stacked_runs += 1;
             }
+        }
+        // The same size again, every output in one run: the runtime holds
+        // them all until the program ends and reads them again then.
+        let inputs = (HOLD_SAME_SIZE as u64..(HOLD_SAME_SIZE + STACKED_RUN_INPUTS) as u64)
+            .map(|depth| stacked(recipe, depth))
+            .collect::<Vec<_>>();
+        let mut inputs = inputs.into_iter();
+        if let Some(first) = inputs.next()
+            && pass.run(
+                watchdog,
+                route,
+                &first.moved_with(inputs.collect()),
+                STACKED_MAX_ELEMENTS,
+            )
+        {
+            pass.long_runs += 1;
         }
     }
     // Above the held size, one case of one dtype: its pair, then one more

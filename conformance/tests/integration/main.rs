@@ -24,6 +24,7 @@ mod in_order_stream;
 mod plain_host;
 mod pressure;
 mod provider_suite;
+mod quarantine;
 mod replaced_provider;
 mod replay;
 mod report_renderings;

@@ -3,7 +3,9 @@
 //! output into the oldest one anyway. It shows only when more outputs of
 //! one size are held than it keeps blocks, so the held pass stacks
 //! `HOLD_SAME_SIZE` outputs of a small case per dtype, and three of its
-//! largest case of one dtype. Written here as a
+//! largest case of one dtype, and moves that small case again as one run
+//! of more inputs than the ring has blocks (on a device whose kernels copy,
+//! only the runtime holds the provider's outputs). Written here as a
 //! vendor would, from the simulated device's public API; the correct
 //! caching allocator with as many blocks is the control.
 
@@ -13,10 +15,10 @@ use std::sync::{Arc, Mutex};
 
 use tenferro_tensor::{BackendStorage, StorageBuffer, TypedTensor};
 use tenferro_transfer_conformance::BoxError;
-use tenferro_transfer_conformance::harness::HOLD_SAME_SIZE;
+use tenferro_transfer_conformance::harness::{HOLD_SAME_SIZE, HarnessError};
 use tenferro_transfer_conformance::mock_devices::providers::CachingAllocator;
 use tenferro_transfer_conformance::mock_devices::{
-    Element, SimStorage, sim_storage_of, with_element,
+    Element, Kernels, SimStorage, sim_storage_of, with_element,
 };
 use tenferro_transfer_conformance::prelude::*;
 
@@ -101,6 +103,15 @@ fn upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
 /// stacked runs hold.
 const BLOCKS: usize = 8;
 
+/// Host to a simulated device whose layout kernels copy.
+fn copying_route() -> Result<Route, HarnessError> {
+    let route = Route::host_to_sim()?;
+    if let Some(device) = route.destination().downcast::<SimDevice>() {
+        device.set_kernels(Kernels::Copying);
+    }
+    Ok(route)
+}
+
 fn suite() -> ProviderSuite {
     ProviderSuite::new("staging-ring", Level::V2)
         .route("ring", Route::host_to_sim, |route| {
@@ -121,6 +132,17 @@ fn suite() -> ProviderSuite {
                 ring: Mutex::default(),
             }) as _)
         })
+        // The small ring on a device whose kernels write fresh memory: the
+        // outputs held across runs are the kernels', so only a run that
+        // holds more than its blocks of a size shows it.
+        .route("ring_copying", copying_route, |route| {
+            Ok(Arc::new(StagingRing {
+                inner: upload(route)?,
+                blocks: BLOCKS,
+                min: 0,
+                ring: Mutex::default(),
+            }) as _)
+        })
         .route("caching", Route::host_to_sim, |route| {
             Ok(Arc::new(CachingAllocator::new(upload(route)?, BLOCKS)) as _)
         })
@@ -134,11 +156,18 @@ fn rings_of_staging_outputs_small_and_large_break_output_stable_and_the_caching_
     const { assert!(BLOCKS < HOLD_SAME_SIZE) };
     let suite = suite();
     let report = suite.run();
-    for route in ["ring", "large_ring"] {
+    for (route, held_by) in [
+        ("ring", "still held by the caller"),
+        ("large_ring", "still held by the caller"),
+        (
+            "ring_copying",
+            "which the runtime holds until the program ends",
+        ),
+    ] {
         let RuleVerdict::Fail(text) = suite.check(&report, route, Rule::OutputStable) else {
             panic!("{route}: {}", report.to_table());
         };
-        assert!(text.contains("still held by the caller"), "{route}: {text}");
+        assert!(text.contains(held_by), "{route}: {text}");
     }
     for rule in Level::V2.rules() {
         assert!(

@@ -1,6 +1,8 @@
 //! `Route`: where a transfer starts and where it must land.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tenferro_tensor::{AllocationDomainId, DeviceId, MemoryKind, Placement};
 
@@ -125,6 +127,10 @@ pub struct Route {
     /// Whether `no-leak` uses the devices' counts of memory in use
     /// ([`Route::counting_memory`]).
     counts_memory: bool,
+    /// The most repetitions of one run over which the provider's memory
+    /// grew a step each time before it stopped ([`Route::filling_seen`]),
+    /// shared by the route's clones.
+    filling: Arc<AtomicUsize>,
 }
 
 impl Route {
@@ -148,6 +154,7 @@ impl Route {
             source,
             destination,
             counts_memory: true,
+            filling: Arc::default(),
         })
     }
 
@@ -164,6 +171,22 @@ impl Route {
     /// Whether `no-leak` uses the devices' counts of memory in use.
     pub fn counts_memory(&self) -> bool {
         self.counts_memory
+    }
+
+    /// The most repetitions of one run, on this route or a clone of it,
+    /// over which the memory in use grew on every one before it stopped
+    /// (kept memory, not a leak): a cache that holds each freed block back
+    /// for that many later calls of its size. A phase whose memory grew is
+    /// repeated that many times before growth that keeps pace with it is
+    /// called a leak. 0 where no run filled a cache so.
+    pub(crate) fn filling_seen(&self) -> usize {
+        self.filling.load(Ordering::Relaxed)
+    }
+
+    /// A run's memory grew on each of `repetitions` repetitions, then
+    /// stopped.
+    pub(crate) fn note_filling(&self, repetitions: usize) {
+        self.filling.fetch_max(repetitions, Ordering::Relaxed);
     }
 
     /// The source endpoint.

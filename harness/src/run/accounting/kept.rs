@@ -15,24 +15,67 @@ use crate::device::memory::Stay;
 use crate::{Endpoint, LeakCheck, Route};
 
 /// How a piece of work whose memory grew is repeated: how many more times
-/// it runs, and over how many of the last repetitions the memory must not
-/// grow for the growth to be kept memory.
+/// it runs, over how many of the last repetitions the memory must not grow
+/// for the growth to be kept memory, and how long a cache may fill.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Repetition {
     pub(crate) times: usize,
     pub(crate) last: usize,
+    /// The most repetitions while the memory grew on every one so far: a
+    /// cache that holds each freed block back for a number of later calls
+    /// before it reuses one fills a block a call, then stops growing.
+    pub(crate) filling: usize,
 }
 
 impl Repetition {
     /// One run of a few inputs: twelve more, the last six of which must
     /// not grow (more calls than a provider that leaks once in five calls
-    /// makes without leaking).
-    pub(crate) const RUN: Repetition = Repetition { times: 12, last: 6 };
+    /// makes without leaking); or, where the memory grew on every
+    /// repetition and then stopped, until it has not grown over six more,
+    /// up to 36 repetitions.
+    pub(crate) const RUN: Repetition = Repetition {
+        times: 12,
+        last: 6,
+        filling: 36,
+    };
+}
+
+/// The shape of the growth over a run's repetitions, one repetition at a
+/// time: grown on each of the first `grown`, flat on the `flat` since;
+/// `broken` once it grew again after a flat repetition, or when the first
+/// repetition did not grow (not a cache filling a block a call).
+#[derive(Clone, Copy, Debug, Default)]
+struct Filling {
+    grown: usize,
+    flat: usize,
+    broken: bool,
+}
+
+impl Filling {
+    fn note(&mut self, grew: bool) {
+        match (grew, self.flat) {
+            (true, 0) => self.grown += 1,
+            (true, _) => self.broken = true,
+            (false, _) if self.grown == 0 => self.broken = true,
+            (false, _) => self.flat += 1,
+        }
+    }
+
+    /// Whether the growth so far is a cache filling: grown on every
+    /// repetition, then flat, if at all.
+    fn may_fill(&self) -> bool {
+        !self.broken
+    }
 }
 
 /// How many more times, at most, a phase of many calls whose memory grew
-/// is run again ([`phase_kept_or_leaked`]).
+/// is run again ([`phase_kept_or_leaked`]), unless a run of the route was
+/// seen to fill a cache over more calls ([`Route::filling_seen`]).
 const PHASE_REPEATS: usize = 3;
+
+/// The most times a phase is run again while a cache the route's runs
+/// were seen to fill may still be filling.
+const PHASE_FILLING_REPEATS: usize = 12;
 
 /// Memory a run left in use on a device that repeating the run did not
 /// grow: what the provider keeps between calls and reuses. Reported with
@@ -94,23 +137,50 @@ pub(crate) fn kept_or_leaked(
     let counted = route.counts_memory();
     let endpoints = [route.source(), route.destination()];
     let settled = || endpoints.map(|endpoint| settled(endpoint, counted));
-    let mut midway = (repetition.times <= repetition.last).then(settled);
+    let grew = |now: &[Sample; 2], then: &[Sample; 2]| {
+        now.iter()
+            .zip(then)
+            .any(|(now, then)| net_growth(now, then).grew())
+    };
+    let mut previous = settled();
+    let mut midway = (repetition.times <= repetition.last).then(|| previous.clone());
+    let mut filling = Filling::default();
     let mut growing = false;
-    for repeat in 1..=repetition.times {
+    let mut repeat = 0;
+    loop {
+        repeat += 1;
         again();
+        let now = settled();
+        filling.note(grew(&now, &previous));
         if repeat == repetition.times.saturating_sub(repetition.last) {
-            midway = Some(settled());
-        } else if let Some(midway) = &midway {
-            // Grown again since midway: a leak, whatever the rest says.
-            let now = settled();
-            if now
-                .iter()
-                .zip(midway)
-                .any(|(now, then)| net_growth(now, then).grew())
-            {
-                growing = true;
-                break;
-            }
+            midway = Some(now.clone());
+        } else if repeat <= repetition.times
+            && let Some(midway) = &midway
+            && grew(&now, midway)
+        {
+            // Grown again since midway: a leak, unless the memory grew on
+            // every repetition so far (a cache filling a block a call).
+            growing = true;
+        }
+        previous = now;
+        if growing && !filling.may_fill() {
+            break;
+        }
+        if repeat < repetition.times {
+            continue;
+        }
+        if !growing {
+            break;
+        }
+        // Grown since midway, on every repetition until it stopped: kept
+        // memory once it has not grown over `last` more, a leak if it
+        // grows on every repetition up to `filling`.
+        if filling.flat >= repetition.last {
+            growing = false;
+            break;
+        }
+        if repeat >= repetition.filling {
+            break;
         }
     }
     if stays.is_some_and(|stays| !stays.iter().all(Stay::alone)) {
@@ -121,8 +191,10 @@ pub(crate) fn kept_or_leaked(
     if growing || midway.is_none() {
         return LeakCheck::Checked(leaks);
     }
-    let last = settled();
-    kept_memory(&endpoints, &last, before)
+    if filling.may_fill() {
+        route.note_filling(filling.grown);
+    }
+    kept_memory(&endpoints, &previous, before)
 }
 
 /// Decide what a phase of many calls whose accounting found `leaks` left
@@ -150,7 +222,12 @@ pub(crate) fn phase_kept_or_leaked(
         .zip(before)
         .map(|(now, then)| net_growth(now, then))
         .collect();
-    for repeat in 1..=PHASE_REPEATS {
+    // A cache seen to fill a block a call over `filling` calls of one size
+    // fills over as many runs of a phase whose calls meet each size once:
+    // until then, a repetition may add about as much as the phase did.
+    let filling = route.filling_seen();
+    let repeats = (filling + 2).clamp(PHASE_REPEATS, PHASE_FILLING_REPEATS);
+    for repeat in 1..=repeats {
         again();
         let now = settled();
         let added: Vec<MemoryGrowth> = now
@@ -165,10 +242,10 @@ pub(crate) fn phase_kept_or_leaked(
             .iter()
             .zip(&phase)
             .any(|(added, phase)| added.grew() && at_least_half(added, phase));
-        if linear {
+        if linear && (repeat > filling || repeat == repeats) {
             return LeakCheck::Checked(leaks);
         }
-        if repeat == PHASE_REPEATS {
+        if repeat == repeats {
             // Each repetition added far less than the phase did: a bounded
             // cache filling as the calls' timing allows.
             return kept_memory(&endpoints, &now, before);
