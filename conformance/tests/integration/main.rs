@@ -21,6 +21,7 @@ mod generated_values;
 mod hang;
 mod hostile_outputs;
 mod in_order_stream;
+mod phase_memory;
 mod plain_host;
 mod pressure;
 mod provider_suite;

@@ -122,9 +122,12 @@ impl fmt::Display for KeptMemory {
 /// Decide what a piece of work whose accounting found `leaks` left behind:
 /// `again` does it once more (its outcome is not judged). After
 /// `repetition.times` repetitions, memory that grew over the last
-/// `repetition.last` is a leak (`leaks` stand); memory that did not is
-/// kept memory; memory back where it was before the work was no leak at
-/// all. `stays`: the work's stays on the devices, when other work may run
+/// `repetition.last` is a leak (`leaks` stand), unless it grew on every
+/// repetition until then: that repeats on until it has not grown over
+/// `last` more (a cache that filled: kept memory, and the route learns how
+/// long it took, [`Route::filling_seen`]) or for `repetition.filling`
+/// repetitions (a leak). Memory that did not grow is kept memory; memory
+/// back where it was before the work was no leak at all. `stays`: the work's stays on the devices, when other work may run
 /// beside it (a repetition beside other calls cannot be judged).
 pub(crate) fn kept_or_leaked(
     route: &Route,
@@ -203,10 +206,11 @@ pub(crate) fn kept_or_leaked(
 /// repetition may still add a few blocks to a bounded cache; a leak adds
 /// about as much as the phase did. The phase runs again up to
 /// [`PHASE_REPEATS`] times: a repetition that adds nothing makes the
-/// growth kept memory; one that adds at least half as much as the phase
-/// did makes it a leak; repetitions that each added far less than the
-/// phase make it kept memory too (a slow leak hidden behind a cache that
-/// grows this way is left to the cases' own repetitions).
+/// growth kept memory; two in a row that each add at least half as much
+/// as the phase did make it a leak (one alone may be the timing of the
+/// calls: a cache that met more of them side by side); repetitions that
+/// did neither make it kept memory too (a slow leak hidden behind a cache
+/// that grows this way is left to the cases' own repetitions).
 pub(crate) fn phase_kept_or_leaked(
     route: &Route,
     before: &[Sample; 2],
@@ -227,6 +231,7 @@ pub(crate) fn phase_kept_or_leaked(
     // until then, a repetition may add about as much as the phase did.
     let filling = route.filling_seen();
     let repeats = (filling + 2).clamp(PHASE_REPEATS, PHASE_FILLING_REPEATS);
+    let mut linear_in_a_row = 0;
     for repeat in 1..=repeats {
         again();
         let now = settled();
@@ -242,12 +247,14 @@ pub(crate) fn phase_kept_or_leaked(
             .iter()
             .zip(&phase)
             .any(|(added, phase)| added.grew() && at_least_half(added, phase));
-        if linear && (repeat > filling || repeat == repeats) {
+        linear_in_a_row = if linear { linear_in_a_row + 1 } else { 0 };
+        if linear_in_a_row >= 2 && (repeat > filling || repeat == repeats) {
             return LeakCheck::Checked(leaks);
         }
         if repeat == repeats {
-            // Each repetition added far less than the phase did: a bounded
-            // cache filling as the calls' timing allows.
+            // No two repetitions in a row added as much as the phase did
+            // (or the last did not): a bounded cache filling as the calls'
+            // timing allows.
             return kept_memory(&endpoints, &now, before);
         }
         previous = now;
