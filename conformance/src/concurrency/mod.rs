@@ -13,6 +13,8 @@
 //! [`ProviderSuite`](crate::ProviderSuite) runs this on every declared
 //! route; [`run_concurrent`] runs it on a built-in provider.
 
+#[cfg(test)]
+mod tests;
 mod twins;
 
 pub use twins::TWIN_ROUND_EVERY;
@@ -237,14 +239,15 @@ impl Pressure {
         for other in self.calls.iter().filter(|other| {
             other.repeat != call.repeat && other.thread == call.thread && other.index == call.index
         }) {
+            let verdict = match &other.outcome {
+                outcome if outcome.failed() => "failed too".to_owned(),
+                outcome if outcome.is_judged() => "passed (nondeterministic)".to_owned(),
+                CaseOutcome::Skipped { reason } => format!("not run: {reason}"),
+                _ => "not judged".to_owned(),
+            };
             text.push_str(&format!(
-                "\n  the same call in repeat {}: {}",
-                other.repeat + 1,
-                if other.failed() {
-                    "failed too"
-                } else {
-                    "passed (nondeterministic)"
-                }
+                "\n  the same call in repeat {}: {verdict}",
+                other.repeat + 1
             ));
         }
         text.push_str(&format!(
@@ -257,15 +260,20 @@ impl Pressure {
     }
 
     /// Whether every call made in several repeats got the same verdict in
-    /// each.
+    /// each (a repeat in which it was not run, or not judged, has none).
     pub fn identical_repeats(&self) -> bool {
         let mut verdicts: HashMap<(usize, usize), bool> = HashMap::new();
-        self.calls.iter().all(|call| {
-            *verdicts
-                .entry((call.thread, call.index))
-                .or_insert(call.failed())
-                == call.failed()
-        })
+        // A call that was not run (after a hang) or not judged has no
+        // verdict to compare.
+        self.calls
+            .iter()
+            .filter(|call| call.outcome.failed() || call.outcome.is_judged())
+            .all(|call| {
+                *verdicts
+                    .entry((call.thread, call.index))
+                    .or_insert(call.failed())
+                    == call.failed()
+            })
     }
 }
 

@@ -1,0 +1,67 @@
+//! What a failing concurrent call's account says of the same call in the
+//! other repeats.
+
+use super::*;
+
+fn call(repeat: usize, outcome: CaseOutcome) -> Call {
+    Call {
+        repeat,
+        thread: 0,
+        index: 3,
+        recipe: r#"{"dtype":"F32","shape":[1],"layout":{"kind":"owned"},"seed":0,"specials":0}"#
+            .parse()
+            .unwrap(),
+        span: (0, 1),
+        outcome,
+        accounting_seen: false,
+        coverage: Coverage::default(),
+    }
+}
+
+fn pressure(later: CaseOutcome) -> Pressure {
+    Pressure {
+        options: ConcurrencyOptions {
+            threads: 1,
+            cases_per_thread: 4,
+            repeats: 2,
+            ..ConcurrencyOptions::default()
+        },
+        calls: vec![
+            call(
+                0,
+                CaseOutcome::NotSetUp {
+                    message: "hung".to_owned(),
+                },
+            ),
+            call(1, later),
+        ],
+    }
+}
+
+#[test]
+fn a_call_not_run_in_another_repeat_is_said_not_run_never_passed() {
+    let pressure = pressure(CaseOutcome::Skipped {
+        reason: "after the provider hung on an earlier call".to_owned(),
+    });
+    let text = pressure.account(&pressure.calls[0], &Alone::Failed, |_, _| String::new());
+    assert!(
+        text.contains("the same call in repeat 2: not run: after the provider hung"),
+        "{text}"
+    );
+    assert!(!text.contains("passed"), "{text}");
+    assert!(pressure.identical_repeats());
+}
+
+#[test]
+fn a_call_that_passed_in_another_repeat_is_nondeterministic() {
+    let pressure = pressure(CaseOutcome::Passed {
+        checked: vec![tenferro_transfer_harness::Rule::Values],
+        unchecked: Vec::new(),
+    });
+    let text = pressure.account(&pressure.calls[0], &Alone::Failed, |_, _| String::new());
+    assert!(
+        text.contains("the same call in repeat 2: passed (nondeterministic)"),
+        "{text}"
+    );
+    assert!(!pressure.identical_repeats());
+}
