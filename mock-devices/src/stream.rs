@@ -91,6 +91,67 @@ impl SimStream {
         Ok((tensor, CopyToken::new(op)))
     }
 
+    /// Queue a copy of `values` into `target`, memory of this device that
+    /// already exists (a block a caching allocator hands out again, a chunk
+    /// of a larger allocation's tensor): from now until the copy lands,
+    /// `target` and every alias of it hold poison and refuse reads, as a
+    /// fresh [`Self::enqueue_copy`] does. The copy counts as one of the
+    /// device's copies (its fault plan applies); it allocates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_mock_devices::{SimDevice, StorageCompletion};
+    /// use tenferro_tensor::BackendStorage;
+    ///
+    /// let device = SimDevice::new(0).unwrap();
+    /// let block = device.allocate(vec![0.0_f32; 2]).unwrap();
+    /// let token = device.stream(0).enqueue_copy_into(&block, vec![1.5, -0.0]).unwrap();
+    /// assert!(matches!(block.completion(), StorageCompletion::Pending { .. }));
+    /// assert!(block.map_read().is_err());
+    /// token.wait().unwrap();
+    /// assert_eq!(block.map_read().unwrap().to_vec(), vec![1.5, -0.0]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// An invalid-argument error when `values` does not fill `target` or
+    /// `target` is not this device's memory, or the device's
+    /// [`DeviceError`] (inside `Error::BackendSource`) when the fault plan
+    /// fails the copy or the device is lost.
+    pub fn enqueue_copy_into<T: Element>(
+        &self,
+        target: &SimStorage<T>,
+        values: Vec<T>,
+    ) -> tenferro_tensor::Result<CopyToken> {
+        const OP: &str = "SimStream::enqueue_copy_into";
+        if !target
+            .device()
+            .is_some_and(|device| device.same_device(&self.device))
+        {
+            return Err(Error::invalid_argument(
+                OP,
+                "target",
+                format!("the target is not memory of {}", self.device.name()),
+            ));
+        }
+        if values.len() != target.element_count() {
+            return Err(Error::invalid_argument(
+                OP,
+                "values",
+                format!(
+                    "{} values do not fill a target of {} elements",
+                    values.len(),
+                    target.element_count()
+                ),
+            ));
+        }
+        let op = self
+            .queue(values, target.memory())
+            .map_err(|error| Error::backend_source(OP, error))?;
+        Ok(CopyToken::new(op))
+    }
+
     /// Queue a copy of `values` from this device into host memory, then
     /// wait for it: the device-to-host direction of a blocking transfer.
     ///
@@ -185,6 +246,40 @@ mod tests {
             completion(&other),
             StorageCompletion::Pending { .. }
         ));
+    }
+
+    #[test]
+    fn a_copy_into_existing_memory_must_fill_it_on_its_own_device() {
+        let device = SimDevice::new(0).unwrap();
+        let other = SimDevice::new(1).unwrap();
+        let block = device.allocate(vec![0.0_f32; 2]).unwrap();
+        let short = device.stream(0).enqueue_copy_into(&block, vec![1.0]);
+        assert!(
+            short
+                .unwrap_err()
+                .to_string()
+                .contains("1 values do not fill a target of 2")
+        );
+        let foreign = other.stream(0).enqueue_copy_into(&block, vec![1.0, 2.0]);
+        assert!(
+            foreign
+                .unwrap_err()
+                .to_string()
+                .contains("not memory of sim1")
+        );
+        // Refused copies leave the block readable.
+        assert_eq!(block.completion(), StorageCompletion::Complete);
+        // A copy into it lands in order with the stream's others.
+        device
+            .stream(0)
+            .enqueue_copy_into(&block, vec![3.0, 4.0])
+            .unwrap();
+        let (_, later) = device
+            .stream(0)
+            .enqueue_copy(vec![1], vec![5.0_f32])
+            .unwrap();
+        later.wait().unwrap();
+        assert_eq!(block.map_read().unwrap().to_vec(), vec![3.0, 4.0]);
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod quarantine;
 mod replaced_provider;
 mod replay;
 mod report_renderings;
+mod reused_block_copy;
 mod rig;
 mod shape_specialised_plans;
 mod size_classes;
