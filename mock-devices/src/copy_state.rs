@@ -337,10 +337,15 @@ impl CopyOp {
         self.finished().is_some()
     }
 
-    /// Complete the copy now unless it never completes (a device release).
+    /// Complete the copy now unless it never completes (a device release),
+    /// and return only once it has: another thread may be landing it, and
+    /// a device's release, like a real device's synchronise, returns after
+    /// every copy landed.
     pub(crate) fn poll_forced(&self) {
         if !self.never {
             self.complete(None);
+            // Its outcome is for its own waiters.
+            let _ = self.await_result();
         }
     }
 

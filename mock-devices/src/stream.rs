@@ -283,6 +283,29 @@ mod tests {
     }
 
     #[test]
+    fn a_release_returns_once_every_copy_landed_whoever_lands_it() {
+        // Threads that each queue a copy and release the device race to
+        // land each other's copies: whoever returns from the release finds
+        // its copy complete, as after a real device's synchronise.
+        let device = SimDevice::new(0).unwrap();
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let device = device.clone();
+                scope.spawn(move || {
+                    for _ in 0..500 {
+                        let (_tensor, token) = device
+                            .stream(thread)
+                            .enqueue_copy(vec![64], vec![1.0_f32; 64])
+                            .unwrap();
+                        device.release_all();
+                        assert!(token.is_complete());
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
     fn a_copy_that_never_completes_holds_up_only_its_own_waiters() {
         let device = SimDevice::new(0).unwrap();
         device.install_faults(FaultPlan::new().never_complete(1));
