@@ -246,10 +246,8 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
         }
         // The same size again, every output in one run: the runtime holds
         // them all until the program ends and reads them again then.
-        let inputs = (HOLD_SAME_SIZE as u64..(HOLD_SAME_SIZE + STACKED_RUN_INPUTS) as u64)
-            .map(|depth| stacked(recipe, depth))
-            .collect::<Vec<_>>();
-        let mut inputs = inputs.into_iter();
+        let mut inputs = (HOLD_SAME_SIZE..HOLD_SAME_SIZE + STACKED_RUN_INPUTS)
+            .map(|depth| stacked(recipe, depth as u64));
         if let Some(first) = inputs.next()
             && pass.run(
                 watchdog,

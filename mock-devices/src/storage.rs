@@ -181,11 +181,6 @@ impl<T> SimStorage<T> {
         }
     }
 
-    /// Its length in elements, whatever its state.
-    pub(crate) fn element_count(&self) -> usize {
-        self.len
-    }
-
     /// Its shared cells, for a copy queued into it.
     pub(crate) fn memory(&self) -> &Arc<Memory<T>> {
         &self.memory

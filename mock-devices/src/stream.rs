@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use tenferro_tensor::{Error, StorageBuffer, Tensor, TypedTensor};
+use tenferro_tensor::{BackendStorage, Error, StorageBuffer, Tensor, TypedTensor};
 
 use crate::copy_state::{CompletionMode, CopyHost, CopyOp, CopySpec, CopyToken, Memory};
 use crate::{DeviceError, Element, SimDevice, SimStorage};
@@ -135,14 +135,14 @@ impl SimStream {
                 format!("the target is not memory of {}", self.device.name()),
             ));
         }
-        if values.len() != target.element_count() {
+        let len = BackendStorage::len(target);
+        if values.len() != len {
             return Err(Error::invalid_argument(
                 OP,
                 "values",
                 format!(
-                    "{} values do not fill a target of {} elements",
-                    values.len(),
-                    target.element_count()
+                    "{} values do not fill a target of {len} elements",
+                    values.len()
                 ),
             ));
         }
@@ -196,12 +196,9 @@ pub fn sim_storage_of<T: Element>(tensor: &Tensor) -> Option<&SimStorage<T>> {
 mod tests {
     use super::*;
     use crate::{FaultPlan, StorageCompletion};
-    use tenferro_tensor::BackendStorage;
 
     fn completion(tensor: &Tensor) -> StorageCompletion {
-        sim_storage_of::<f32>(tensor)
-            .map(SimStorage::completion)
-            .unwrap_or(StorageCompletion::Complete)
+        sim_storage_of::<f32>(tensor).unwrap().completion()
     }
 
     #[test]

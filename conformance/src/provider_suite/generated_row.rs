@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use tenferro_transfer_harness::Rule;
-
 use super::{ProviderSuite, RouteRun};
 use crate::generated::{
     Found, GeneratedOptions, Generation, REPLAY_ENV, SEED_ENV, generate, shell_quote,
@@ -83,13 +81,9 @@ impl ProviderSuite {
                     .unwrap_or_else(|| "no generated case could run on this route".to_owned()),
             },
         };
-        let mut record = self.in_level_record(
+        self.in_level_record(
             CaseRecord::new(run.name, origin, head, outcome).with_coverage(generation.coverage),
-        );
-        record
-            .outcome
-            .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
-        record
+        )
     }
 
     /// The row of a generated run's failure: the failing case's own

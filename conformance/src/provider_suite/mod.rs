@@ -42,9 +42,6 @@ struct RouteRun<'a> {
     profile: Profile,
     /// The seed of the generated and the concurrent cases.
     seed: u64,
-    /// Why `capability-honesty` is not checked on a case inside the
-    /// capabilities.
-    honesty_unchecked: &'a str,
     /// The route's declared capabilities.
     capabilities: &'a Capabilities,
     /// The route's deadline, shared by every phase: once the provider has

@@ -136,7 +136,7 @@ impl ProviderSuite {
         for call in &pressure.calls {
             coverage.extend(call.coverage.clone());
         }
-        let mut record = self.in_level_record(
+        self.in_level_record(
             CaseRecord::new(
                 run.name,
                 heads.origin,
@@ -147,11 +147,7 @@ impl ProviderSuite {
                 outcome,
             )
             .with_coverage(coverage),
-        );
-        record
-            .outcome
-            .explain_unchecked(Rule::CapabilityHonesty, run.honesty_unchecked);
-        record
+        )
     }
 
     /// The rows of the listed failing calls: the first [`LISTED_CALLS`],

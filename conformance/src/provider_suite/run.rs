@@ -165,32 +165,41 @@ impl ProviderSuite {
             Ok(set_up) => set_up,
             Err(record) => return vec![*record],
         };
-        if let Some(json) = settings.replay {
-            return vec![self.replayed_row(&mut set_up, json)];
-        }
-        let seed = settings.seed.unwrap_or_else(drawn_seed);
-        let mut rows = self.fixed_rows(&mut set_up);
-        let run = RouteRun {
-            name,
-            route: &set_up.route,
-            provider: &set_up.provider,
-            profile: set_up.profile,
-            seed,
-            honesty_unchecked: &set_up.honesty_unchecked,
-            capabilities: set_up.capabilities,
-            deadline: &set_up.deadline,
+        let mut rows = match settings.replay {
+            Some(json) => vec![self.replayed_row(&mut set_up, json)],
+            None => self.passes(&mut set_up, settings),
         };
-        rows.push(self.generated_row(&run));
-        rows.extend(self.pressure_rows(&run));
-        rows.extend(self.outside_rows(&mut set_up));
         // Every row judged inside the capabilities says why honesty went
-        // unchecked on this route, whichever pass made it.
+        // unchecked on this route, whichever pass made it: decided here
+        // alone.
         for row in &mut rows {
             if row.outcome.why_unchecked(Rule::CapabilityHonesty) == Some(INSIDE_CAPABILITIES) {
                 row.outcome
                     .explain_unchecked(Rule::CapabilityHonesty, &set_up.honesty_unchecked);
             }
         }
+        rows
+    }
+
+    /// Every pass of a route that was set up: its fixed cases (with the
+    /// state and held passes), the generated row, the concurrent calls and
+    /// the cases just outside the capabilities.
+    fn passes(&self, set_up: &mut RouteSetup<'_>, settings: &RunSettings<'_>) -> Vec<CaseRecord> {
+        let name = set_up.name;
+        let seed = settings.seed.unwrap_or_else(drawn_seed);
+        let mut rows = self.fixed_rows(set_up);
+        let run = RouteRun {
+            name,
+            route: &set_up.route,
+            provider: &set_up.provider,
+            profile: set_up.profile,
+            seed,
+            capabilities: set_up.capabilities,
+            deadline: &set_up.deadline,
+        };
+        rows.push(self.generated_row(&run));
+        rows.extend(self.pressure_rows(&run));
+        rows.extend(self.outside_rows(set_up));
         rows
     }
 
@@ -321,12 +330,12 @@ impl ProviderSuite {
         match parsed {
             Ok((recipe, case, outside)) => {
                 let head = self.case_head(set_up.name, &set_up.label, &case);
-                let (judged_as, honesty) = match &outside {
-                    Some(outside) => (JudgedAs::Outside(outside), None),
-                    None => (JudgedAs::Inside, Some(set_up.honesty_unchecked.as_str())),
+                let judged_as = match &outside {
+                    Some(outside) => JudgedAs::Outside(outside),
+                    None => JudgedAs::Inside,
                 };
                 let run = run_case(&mut set_up.watchdog, &set_up.route, &case, judged_as, None);
-                self.case_record(&case, set_up.name, Origin::Replayed, head, run, honesty)
+                self.case_record(&case, set_up.name, Origin::Replayed, head, run)
                     .with_replay(&recipe)
             }
             Err(error) => self.setup_record(
@@ -344,7 +353,6 @@ impl ProviderSuite {
     /// them).
     fn fixed_rows(&self, set_up: &mut RouteSetup<'_>) -> Vec<CaseRecord> {
         let (name, label) = (set_up.name, set_up.label.clone());
-        let honesty_unchecked = set_up.honesty_unchecked.clone();
         let mut rows = Vec::new();
         let mut pass = FixedPass::default();
         for recipe in fixed_recipes(set_up.capabilities, set_up.profile) {
@@ -366,30 +374,17 @@ impl ProviderSuite {
             let head = self.case_head(name, &label, &case);
             let run = pass.run(&mut set_up.watchdog, &set_up.route, &recipe, &case);
             rows.push(
-                self.case_record(
-                    &case,
-                    name,
-                    Origin::Fixed,
-                    head,
-                    run,
-                    Some(&honesty_unchecked),
-                )
-                .with_replay(&recipe),
+                self.case_record(&case, name, Origin::Fixed, head, run)
+                    .with_replay(&recipe),
             );
         }
         let head = self.head(name, label);
         let hold = self.level.includes(Rule::OutputStable);
         let end = pass.finish(&mut set_up.watchdog, &set_up.route, name, &head, hold);
-        rows.extend(end.state.into_iter().map(|record| {
-            let mut record = self.in_level_record(record);
-            record
-                .outcome
-                .explain_unchecked(Rule::CapabilityHonesty, &honesty_unchecked);
-            record
-        }));
         rows.extend(
-            end.held
+            end.state
                 .into_iter()
+                .chain(end.held)
                 .map(|record| self.in_level_record(record)),
         );
         rows
@@ -415,7 +410,7 @@ impl ProviderSuite {
                 why: outside.why.clone(),
             };
             rows.push(
-                self.case_record(&outside.case, set_up.name, origin, head, run, None)
+                self.case_record(&outside.case, set_up.name, origin, head, run)
                     .with_replay(&outside.recipe),
             );
         }
@@ -445,9 +440,7 @@ impl ProviderSuite {
     /// (`runner::into_record`): judged, skipped with the reason where the
     /// route cannot run the case here (a layout the device does not stage,
     /// say), not set up where the harness could not run it. Rules outside
-    /// the pinned level are not checked, and `honesty_unchecked`, when
-    /// given, says why `capability-honesty` was not checked on a case
-    /// inside the capabilities.
+    /// the pinned level are not checked.
     pub(super) fn case_record(
         &self,
         case: &Case,
@@ -455,15 +448,8 @@ impl ProviderSuite {
         origin: Origin,
         head: RowHead,
         run: CaseRun,
-        honesty_unchecked: Option<&str>,
     ) -> CaseRecord {
-        let mut record = self.in_level_record(into_record(run, case, route, origin, head));
-        if let Some(reason) = honesty_unchecked {
-            record
-                .outcome
-                .explain_unchecked(Rule::CapabilityHonesty, reason);
-        }
-        record
+        self.in_level_record(into_record(run, case, route, origin, head))
     }
 }
 

@@ -11,13 +11,14 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tenferro_tensor::{BackendStorage, StorageBuffer, TypedTensor};
+use tenferro_tensor::BackendStorage;
 use tenferro_transfer_conformance::BoxError;
-use tenferro_transfer_conformance::harness::{AdapterContext, HarnessError};
 use tenferro_transfer_conformance::mock_devices::{
     Element, SimStorage, sim_storage_of, with_element,
 };
 use tenferro_transfer_conformance::prelude::*;
+
+use crate::support::blocks::{counting_route, output_in_block};
 
 /// One block the allocator handed out: the storage, and when it was seen
 /// free (the count of frees of its size then), if it was.
@@ -80,7 +81,7 @@ impl QuarantineUpload {
             return Ok(output);
         };
         block.freed_at = None;
-        let Some(mut reused) = block
+        let Some(reused) = block
             .storage
             .downcast_ref::<SimStorage<T>>()
             .map(SimStorage::alias)
@@ -88,20 +89,7 @@ impl QuarantineUpload {
             return Ok(output);
         };
         drop(sizes);
-        let values = fresh.map_read().unwrap().to_vec();
-        reused
-            .map_write()
-            .unwrap()
-            .copy_from_slice(&values)
-            .unwrap();
-        let (shape, placement) = (output.shape().to_vec(), output.placement().clone());
-        drop(output);
-        TypedTensor::<T>::from_buffer_col_major(
-            shape,
-            StorageBuffer::Backend(Box::new(reused)),
-            placement,
-        )
-        .map(Tensor::from_typed)
+        output_in_block(output, reused)
     }
 }
 
@@ -110,12 +98,6 @@ impl TransferProvider for QuarantineUpload {
         let output = self.inner.transfer_blocking(request)?;
         Ok(with_element!(output.dtype(), T => self.recycle::<T>(output)?, external => output))
     }
-}
-
-/// Host to a simulated device that only counts its memory in use.
-fn counting_route() -> Result<Route, HarnessError> {
-    let device = SimDevice::counting_only(0).adapter_context("opening sim0")?;
-    Route::new(Endpoint::host("host")?, Endpoint::new(device))
 }
 
 fn quarantine(route: &Route, depth: Option<usize>) -> Result<Arc<dyn TransferProvider>, BoxError> {
@@ -132,12 +114,16 @@ fn quarantine(route: &Route, depth: Option<usize>) -> Result<Arc<dyn TransferPro
 
 fn suite() -> ProviderSuite {
     ProviderSuite::new("quarantine", Level::V2)
-        .route("depth_8", counting_route, |route| {
-            quarantine(route, Some(8))
-        })
-        .route("never_reused", counting_route, |route| {
-            quarantine(route, None)
-        })
+        .route(
+            "depth_8",
+            || counting_route(false),
+            |route| quarantine(route, Some(8)),
+        )
+        .route(
+            "never_reused",
+            || counting_route(false),
+            |route| quarantine(route, None),
+        )
         .profile(Profile::Quick)
         .seed(13)
 }

@@ -13,7 +13,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tenferro_tensor::{BackendStorage, StorageBuffer, TypedTensor};
+use tenferro_tensor::BackendStorage;
 use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::harness::{HOLD_SAME_SIZE, HarnessError};
 use tenferro_transfer_conformance::mock_devices::providers::CachingAllocator;
@@ -21,6 +21,8 @@ use tenferro_transfer_conformance::mock_devices::{
     Element, Kernels, SimStorage, sim_storage_of, with_element,
 };
 use tenferro_transfer_conformance::prelude::*;
+
+use crate::support::blocks::output_in_block;
 
 /// Blocks of each size, and where the ring stands in each.
 type Blocks = HashMap<(TypeId, usize), (Vec<Box<dyn Any + Send + Sync>>, usize)>;
@@ -55,7 +57,7 @@ impl StagingRing {
             .filter_map(|block| block.downcast_ref::<SimStorage<T>>())
             .find(|block| block.handles() == 1)
             .map(SimStorage::alias);
-        let mut block = match free {
+        let block = match free {
             Some(block) => block,
             None if blocks.len() < self.blocks => {
                 blocks.push(Box::new(fresh.alias()));
@@ -71,16 +73,7 @@ impl StagingRing {
             }
         };
         drop(ring);
-        let values = fresh.map_read().unwrap().to_vec();
-        block.map_write().unwrap().copy_from_slice(&values).unwrap();
-        let (shape, placement) = (output.shape().to_vec(), output.placement().clone());
-        drop(output);
-        TypedTensor::<T>::from_buffer_col_major(
-            shape,
-            StorageBuffer::Backend(Box::new(block)),
-            placement,
-        )
-        .map(Tensor::from_typed)
+        output_in_block(output, block)
     }
 }
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // Each test file uses a part of it.
 
+pub mod blocks;
+
 use std::sync::Arc;
 
 use tenferro_mock_devices::providers::{Broken, Fault};

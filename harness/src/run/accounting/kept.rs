@@ -127,8 +127,9 @@ impl fmt::Display for KeptMemory {
 /// `last` more (a cache that filled: kept memory, and the route learns how
 /// long it took, [`Route::filling_seen`]) or for `repetition.filling`
 /// repetitions (a leak). Memory that did not grow is kept memory; memory
-/// back where it was before the work was no leak at all. `stays`: the work's stays on the devices, when other work may run
-/// beside it (a repetition beside other calls cannot be judged).
+/// back where it was before the work was no leak at all. `stays`: the
+/// work's stays on the devices, when other work may run beside it (a
+/// repetition beside other calls cannot be judged).
 pub(crate) fn kept_or_leaked(
     route: &Route,
     before: &[Sample; 2],
