@@ -386,6 +386,39 @@ impl CaseOutcome {
         }
     }
 
+    /// The outcome with `more` violations added: a judged outcome fails
+    /// with them, their rules counted as checked. A case not judged (a
+    /// skip, a setup failure) is left as it is: nothing of it was judged
+    /// to add them to.
+    #[must_use]
+    pub(crate) fn with_violations(self, more: Vec<Violation>) -> Self {
+        let (mut violations, mut checked, mut unchecked) = match self {
+            CaseOutcome::Passed { checked, unchecked } => (Vec::new(), checked, unchecked),
+            CaseOutcome::Failed {
+                violations,
+                checked,
+                unchecked,
+            } => (Vec::from(violations), checked, unchecked),
+            other => return other,
+        };
+        for violation in &more {
+            if !checked.contains(&violation.rule) {
+                checked.push(violation.rule);
+            }
+        }
+        checked.sort();
+        unchecked.retain(|item| !checked.contains(&item.rule));
+        violations.extend(more);
+        match Violations::new(violations) {
+            Some(violations) => CaseOutcome::Failed {
+                violations,
+                checked,
+                unchecked,
+            },
+            None => CaseOutcome::Passed { checked, unchecked },
+        }
+    }
+
     /// Say better why `rule` was not checked; a rule that was checked
     /// stays checked, and a case not judged is left as it is.
     pub fn explain_unchecked(&mut self, rule: Rule, reason: &str) {

@@ -6,7 +6,11 @@
 //! The threads call the provider in lock-step rounds (a barrier before
 //! every round), so that their calls really overlap; every call records
 //! where it started and ended on one shared clock, so a failure can name
-//! the calls that were in flight beside it. The cases are drawn from the
+//! the calls that were in flight beside it. Each thread holds its recent
+//! small outputs while the others call, and reads them again after each of
+//! its calls and once every thread's calls have returned: a call that
+//! writes into an output another caller still holds breaks `output-stable`
+//! there. The cases are drawn from the
 //! seed, thread by thread, so the schedule of a run is reproducible; only
 //! the timing of the threads is not.
 //!
@@ -34,11 +38,13 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Route, RouteDeadline, Watchdog, describe_error, panic_message,
+    DEFAULT_DEADLINE, HarnessError, Oracle, Route, RouteDeadline, Watchdog, describe_error,
+    panic_message,
 };
 
 use crate::BuiltinProvider;
 use crate::generated::{seed_rng, shell_quote};
+use crate::held::HELD_MAX_ELEMENTS;
 use crate::record::CaseOutcome;
 use crate::suite::provider_for;
 
@@ -259,6 +265,17 @@ impl Pressure {
         text
     }
 
+    /// Add the calls of `later`, a run of the same schedule again, as the
+    /// repeats after this run's.
+    pub fn extend(&mut self, later: Pressure) {
+        let offset = self.options.repeats;
+        self.calls.extend(later.calls.into_iter().map(|call| Call {
+            repeat: call.repeat + offset,
+            ..call
+        }));
+        self.options.repeats += later.options.repeats;
+    }
+
     /// Whether every call made in several repeats got the same verdict in
     /// each (a repeat in which it was not run, or not judged, has none).
     pub fn identical_repeats(&self) -> bool {
@@ -430,6 +447,12 @@ impl Shared<'_> {
             Arc::clone(self.provider),
             self.deadline.clone(),
         );
+        // Each thread holds its recent outputs and reads them again after
+        // each of its calls: a call that writes into a block another call's
+        // output still holds shows there, whichever thread made it.
+        if let Ok(watchdog) = &mut watchdog {
+            watchdog.keep_outputs_up_to(HELD_MAX_ELEMENTS);
+        }
         let mut calls = Vec::with_capacity(plan.len());
         for (index, recipe) in plan.iter().enumerate() {
             self.barrier.wait();
@@ -482,6 +505,15 @@ impl Shared<'_> {
             self.barrier.wait();
             if self.stop.load(Ordering::SeqCst) {
                 break;
+            }
+        }
+        // Every thread's calls have returned (the last barrier): what the
+        // held outputs show now is the thread's last call's to answer for.
+        if let (Ok(watchdog), Some(last)) = (&mut watchdog, calls.last_mut()) {
+            let held = watchdog.release_outputs().unwrap_or_default();
+            if !held.changed.is_empty() {
+                let violations = Oracle.judge_held(&held).violations().to_vec();
+                last.outcome = last.outcome.clone().with_violations(violations);
             }
         }
         calls

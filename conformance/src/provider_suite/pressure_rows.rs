@@ -38,7 +38,7 @@ impl ProviderSuite {
             ..self.head(run.name, run.route.label())
         };
         let phase = PhaseMemory::start(run.route);
-        let pressure = match drive(
+        let mut pressure = match drive(
             run.route,
             run.provider,
             run.profile,
@@ -61,12 +61,19 @@ impl ProviderSuite {
             origin,
             summary,
             base,
+            repeats: options.repeats,
         };
         let mut rows = Vec::new();
         // Calls beside each other cannot tell whose memory is whose; the
         // devices' memory over all of them can (level v2 on).
         if self.level.counts_memory() {
-            rows.push(self.pressure_memory_row(run, &options, &pressure, &phase, &heads));
+            let (row, repeated) =
+                self.pressure_memory_row(run, &options, &pressure, &phase, &heads);
+            rows.push(row);
+            // The calls made again for the memory check are judged too.
+            for again in repeated {
+                pressure.extend(again);
+            }
         }
         let failing: Vec<&Call> = pressure.failures().collect();
         if failing.is_empty() {
@@ -78,8 +85,9 @@ impl ProviderSuite {
     }
 
     /// The row of the devices' memory over every concurrent call, judged
-    /// once the calls have run (and, for memory that stayed, run once more
-    /// to tell memory kept for reuse from memory leaked).
+    /// once the calls have run (and, for memory that stayed, run again to
+    /// tell memory kept for reuse from memory leaked), and the calls made
+    /// again, for their own rows.
     fn pressure_memory_row(
         &self,
         run: &RouteRun<'_>,
@@ -87,20 +95,23 @@ impl ProviderSuite {
         pressure: &Pressure,
         phase: &PhaseMemory,
         heads: &PressureHeads,
-    ) -> CaseRecord {
+    ) -> (CaseRecord, Vec<Pressure>) {
         let seen = pressure.calls.iter().any(|call| call.accounting_seen);
         // Memory that stayed: kept by the provider and reused, or
         // leaked? The concurrent calls once more tell.
+        let mut repeated = Vec::new();
         let memory = phase.finish_repeating(run.route, seen, run.deadline, || {
-            let _ = drive(
+            if let Ok(again) = drive(
                 run.route,
                 run.provider,
                 run.profile,
                 run.capabilities,
                 options,
-            );
+            ) {
+                repeated.push(again);
+            }
         });
-        self.in_level_record(CaseRecord::judged(
+        let row = self.in_level_record(CaseRecord::judged(
             run.name,
             heads.origin.clone(),
             RowHead {
@@ -108,7 +119,8 @@ impl ProviderSuite {
                 ..heads.base.clone()
             },
             &Oracle.judge_phase_memory(&memory),
-        ))
+        ));
+        (row, repeated)
     }
 
     /// The one row of a concurrent run in which no call failed: every
@@ -141,7 +153,19 @@ impl ProviderSuite {
                 run.name,
                 heads.origin,
                 RowHead {
-                    layout: format!("{}: {} calls", heads.summary, pressure.calls.len()),
+                    layout: format!(
+                        "{}: {} calls{}",
+                        heads.summary,
+                        pressure.calls.len(),
+                        if pressure.options.repeats > heads.repeats {
+                            format!(
+                                " in {} repeats, those that judged the devices' memory among them",
+                                pressure.options.repeats
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ),
                     ..heads.base
                 },
                 outcome,
@@ -240,6 +264,8 @@ struct PressureHeads {
     summary: String,
     /// The route's row head, its layout the summary.
     base: RowHead,
+    /// The repeats the summary names (the memory check may add more).
+    repeats: usize,
 }
 
 /// The rules a failing call broke (`None` standing for a call that could

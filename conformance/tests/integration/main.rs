@@ -14,6 +14,7 @@ mod support;
 
 mod builtin_suites;
 mod capabilities;
+mod concurrent_reuse;
 mod declared_limits;
 mod edges;
 mod failure_invariant;

@@ -73,6 +73,8 @@ pub struct Rig {
     plans: Plans,
     /// Whether runtime outputs are held ([`Rig::keep_outputs`]).
     keeping: bool,
+    /// The most elements of an output held ([`Rig::keep_outputs_up_to`]).
+    hold_limit: usize,
     /// The outputs held across runs.
     held: HeldAcrossRuns,
     /// The inputs moved lately.
@@ -164,6 +166,7 @@ impl Rig {
             event_domains,
             plans: Plans::default(),
             keeping: false,
+            hold_limit: usize::MAX,
             held: HeldAcrossRuns::default(),
             recent: RecentInputs::default(),
             leaking_runs: 0,
@@ -237,9 +240,37 @@ impl Rig {
     /// [`Rig::release_outputs`].
     pub fn keep_outputs(&mut self, keep: bool) {
         self.keeping = keep;
+        self.hold_limit = usize::MAX;
         if !keep {
             self.held.clear();
         }
+    }
+
+    /// As [`Rig::keep_outputs`]`(true)`, holding only outputs of at most
+    /// `max_elements` elements: the larger ones are read and dropped as
+    /// usual. Many calls in flight, each holding its recent outputs, keep
+    /// their memory within a few small cases this way. `no-leak` is still
+    /// judged over the whole pass, not run by run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// rig.keep_outputs_up_to(4);
+    /// let small = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+    /// let large = Case::from_values(vec![8], vec![7_i32; 8]).unwrap();
+    /// assert!(Oracle.judge(&small, &route, &rig.run(&small).unwrap()).passed());
+    /// assert!(Oracle.judge(&large, &route, &rig.run(&large).unwrap()).passed());
+    /// // Only the small output was held and read again.
+    /// assert_eq!(rig.release_outputs().reread, 1);
+    /// ```
+    pub fn keep_outputs_up_to(&mut self, max_elements: usize) {
+        self.keep_outputs(true);
+        self.hold_limit = max_elements;
     }
 
     /// Read every held output one last time, then drop them all: the
@@ -450,6 +481,9 @@ impl Rig {
     ) {
         if let Ok(observed) = outputs {
             for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
+                if case.len() > self.hold_limit {
+                    continue;
+                }
                 match &seen.bytes {
                     Compared::Same => self.held.hold(case, output, case.shared_values()),
                     Compared::Image(bytes) => {

@@ -118,8 +118,9 @@ pub struct Watchdog {
     /// ([`Watchdog::inline`]); `None`: cases run on the worker.
     inline: Option<Box<Rig>>,
     lost_workers: usize,
-    /// Whether the worker holds outputs ([`Watchdog::keep_outputs`]).
-    keeping: bool,
+    /// The most elements of an output the worker holds, where it holds
+    /// outputs ([`Watchdog::keep_outputs_up_to`]).
+    keeping: Option<usize>,
     /// The most plans a rig keeps ([`Watchdog::keep_plans`]).
     plan_limit: usize,
 }
@@ -156,7 +157,7 @@ impl Watchdog {
             worker: Some(worker),
             inline: None,
             lost_workers: 0,
-            keeping: false,
+            keeping: None,
             plan_limit: DEFAULT_PLAN_LIMIT,
         })
     }
@@ -194,7 +195,7 @@ impl Watchdog {
             worker: None,
             inline: Some(Box::new(rig)),
             lost_workers: 0,
-            keeping: false,
+            keeping: None,
             plan_limit: DEFAULT_PLAN_LIMIT,
         })
     }
@@ -223,8 +224,19 @@ impl Watchdog {
     /// Hold the runtime's outputs from now on, or stop and drop them
     /// ([`Rig::keep_outputs`]).
     pub fn keep_outputs(&mut self, keep: bool) {
-        self.keeping = keep;
-        self.tell_rig(|rig| rig.keep_outputs(keep), Job::Keep(keep));
+        self.keeping = keep.then_some(usize::MAX);
+        self.tell_rig(|rig| rig.keep_outputs(keep), Job::Keep(self.keeping));
+    }
+
+    /// Hold the runtime's outputs of at most `max_elements` elements from
+    /// now on ([`Rig::keep_outputs_up_to`]), in a worker started after a
+    /// hang too.
+    pub fn keep_outputs_up_to(&mut self, max_elements: usize) {
+        self.keeping = Some(max_elements);
+        self.tell_rig(
+            |rig| rig.keep_outputs_up_to(max_elements),
+            Job::Keep(self.keeping),
+        );
     }
 
     /// Change the inline rig with `change`, or ask the worker's with `job`.
@@ -276,7 +288,7 @@ impl Watchdog {
     /// ```
     pub fn replace_provider(&mut self, provider: Arc<dyn TransferProvider>) {
         self.provider = Arc::clone(&provider);
-        self.keeping = false;
+        self.keeping = None;
         if let Some(rig) = &mut self.inline {
             rig.replace_provider(provider);
         } else if let Some(worker) = &self.worker {
@@ -455,8 +467,8 @@ impl Watchdog {
             return Ok(worker);
         }
         let worker = Worker::spawn(&self.route, &self.provider)?;
-        if self.keeping {
-            let _ = worker.jobs.send(Job::Keep(true));
+        if self.keeping.is_some() {
+            let _ = worker.jobs.send(Job::Keep(self.keeping));
         }
         if self.plan_limit != DEFAULT_PLAN_LIMIT {
             let _ = worker.jobs.send(Job::KeepPlans(self.plan_limit));

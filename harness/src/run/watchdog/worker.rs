@@ -61,8 +61,9 @@ pub(super) enum Job {
     /// Run the inputs of one run ([`Rig::run_together`]) and hand the
     /// reply to `Then`.
     Run(Vec<Case>, Then),
-    /// Hold outputs from now on, or stop ([`Rig::keep_outputs`]).
-    Keep(bool),
+    /// Hold outputs of at most this many elements from now on, or stop
+    /// (`None`) ([`Rig::keep_outputs_up_to`]).
+    Keep(Option<usize>),
     /// Keep at most this many plans ([`Rig::keep_plans`]).
     KeepPlans(usize),
     /// Read the held outputs once more and drop them
@@ -142,8 +143,12 @@ impl Worker {
                                 Err(payload) => Message::ThenPanicked(payload),
                             }
                         }
-                        Job::Keep(keep) => {
-                            rig.keep_outputs(keep);
+                        Job::Keep(Some(limit)) => {
+                            rig.keep_outputs_up_to(limit);
+                            continue;
+                        }
+                        Job::Keep(None) => {
+                            rig.keep_outputs(false);
                             continue;
                         }
                         Job::KeepPlans(limit) => {
