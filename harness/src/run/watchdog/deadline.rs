@@ -119,7 +119,7 @@ impl RouteDeadline {
         let state = self.state();
         (state.abandoned >= MAX_ABANDONED).then(|| {
             format!(
-                "the provider hung on {} calls of this route, the first on {}; its later cases are not run, so that hung threads do not pile up (the hangs are reported as deadline violations)",
+                "the provider left {} calls of this route hanging, the first on {} (a deadline violation; the later ones overran the short deadline that follows a hang, and were skipped as not proven to hang); its later cases are not run, so that hung threads do not pile up",
                 state.abandoned,
                 state.hung_on.as_deref().unwrap_or("a case")
             )
@@ -135,5 +135,35 @@ impl RouteDeadline {
         let mut state = self.state();
         state.abandoned += 1;
         state.hung_on.get_or_insert_with(|| case_words(case));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_left_hanging_too_often_stops_and_says_only_its_first_hang_was_judged() {
+        let deadline = RouteDeadline::new(Duration::from_secs(10));
+        let first = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+        let later = Case::from_values(vec![3], vec![1.0_f32; 3]).unwrap();
+        deadline.hung(&first);
+        assert!(deadline.exhausted().is_none());
+        for _ in 1..MAX_ABANDONED {
+            deadline.hung(&later);
+        }
+        let reason = deadline.exhausted().unwrap();
+        assert!(
+            reason.contains(&format!("{MAX_ABANDONED} calls"))
+                && reason.contains(&case_words(&first))
+                && reason.contains("skipped as not proven to hang"),
+            "{reason}"
+        );
+        // The short deadline after a hang: a thirtieth of the configured one
+        // for a provider that never returned in time.
+        assert_eq!(
+            deadline.limit(),
+            Duration::from_secs(10) / SHORT_FLOOR_DIVISOR
+        );
     }
 }
