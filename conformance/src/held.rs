@@ -25,8 +25,8 @@
 
 use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
 use tenferro_transfer_harness::{
-    Case, HOLD_SAME_SIZE, HeldOutputs, Judgement, Oracle, PhaseMemory, Route, Watchdog,
-    describe_error,
+    Case, HOLD_SAME_SIZE, HeldOutputs, Judgement, Oracle, PhaseEvidence, PhaseMemory, Route,
+    Watchdog, describe_error,
 };
 
 use crate::coverage::Coverage;
@@ -202,8 +202,9 @@ struct HeldPass {
     long_runs: usize,
     /// Why inputs could not run.
     not_run: Vec<String>,
-    /// Whether the destination's accounting showed the held outputs.
-    accounting_seen: bool,
+    /// Whether the source's accounting showed the staged inputs of some
+    /// run, and the destination's the held outputs.
+    accounting_seen: PhaseEvidence,
     /// The held outputs' last reading, as they were released.
     released: Result<HeldOutputs, tenferro_transfer_harness::HarnessError>,
 }
@@ -221,7 +222,7 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
         stacked_runs: 0,
         long_runs: 0,
         not_run: Vec::new(),
-        accounting_seen: false,
+        accounting_seen: PhaseEvidence::default(),
         released: Ok(HeldOutputs::default()),
     };
     for recipe in recipes {
@@ -271,7 +272,9 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
             pass.stacked_runs += 1;
         }
     }
-    pass.accounting_seen = phase.shows_held_outputs(route);
+    pass.accounting_seen = pass
+        .accounting_seen
+        .or(PhaseEvidence::new(false, phase.shows_held_outputs(route)));
     pass.released = watchdog.release_outputs();
     watchdog.keep_outputs(false);
     pass
@@ -299,13 +302,16 @@ impl HeldPass {
         let total = cases.len();
         for (index, run) in
             run_cases_keeping(watchdog, route, &cases, JudgedAs::Inside, None, |outcome| {
-                outcome.held
+                (outcome.held, outcome.source_saw_input)
             })
             .into_iter()
             .enumerate()
         {
             match run {
-                Ok((judgement, held)) => {
+                Ok((judgement, (held, source_saw_input))) => {
+                    self.accounting_seen = self
+                        .accounting_seen
+                        .or(PhaseEvidence::new(source_saw_input == Some(true), false));
                     if let Some(held) = held {
                         self.found.reread += held.reread;
                         self.found.changed.extend(held.changed);

@@ -70,7 +70,7 @@ pub use device::side::Endpoint;
 pub use device::skip::{announce_skip, route_or_skip};
 
 // run: running a case.
-pub use run::accounting::{KeptMemory, Leak, PhaseMemory};
+pub use run::accounting::{KeptMemory, Leak, PhaseEvidence, PhaseMemory};
 pub use run::effects::{ChangedOutput, HeldOutputs, InputBefore, InputReads};
 pub use run::outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,

@@ -38,8 +38,8 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Oracle, Route, RouteDeadline, Watchdog, describe_error,
-    panic_message,
+    DEFAULT_DEADLINE, HarnessError, Oracle, Outcome, PhaseEvidence, Route, RouteDeadline,
+    SpyRecord, Watchdog, describe_error, panic_message,
 };
 
 use crate::BuiltinProvider;
@@ -154,9 +154,10 @@ pub(crate) struct Call {
     /// What became of the call, through the runner's one conversion:
     /// judged, skipped where the route cannot run it here, or not set up.
     pub outcome: CaseOutcome,
-    /// Whether the destination's accounting showed the call's output while
-    /// it was alive: the evidence a phase's memory check needs.
-    pub accounting_seen: bool,
+    /// Whether the devices' accounting showed the call's staged inputs and
+    /// output while they were alive: the evidence a phase's memory check
+    /// needs.
+    pub accounting_seen: PhaseEvidence,
     /// The call's inputs judged, by kind and rules judged.
     pub coverage: Coverage,
 }
@@ -185,6 +186,36 @@ fn layout_name(recipe: &Recipe) -> &'static str {
     match recipe.layout {
         tenferro_transfer_harness::Layout::Owned => "owned",
         _ => "view",
+    }
+}
+
+/// What a concurrent call keeps of its outcome (of its run's last input):
+/// the provider calls the Spy saw, and whether the source's accounting
+/// showed the staged inputs.
+pub(crate) struct CallKept {
+    /// The provider calls.
+    pub calls: Vec<SpyRecord>,
+    /// [`Outcome::source_saw_input`].
+    pub source_saw_input: Option<bool>,
+}
+
+impl CallKept {
+    fn of(outcome: Outcome) -> Self {
+        Self {
+            calls: outcome.calls,
+            source_saw_input: outcome.source_saw_input,
+        }
+    }
+
+    /// What the devices' accounting was shown to see of the call.
+    fn evidence(&self) -> PhaseEvidence {
+        PhaseEvidence::new(
+            self.source_saw_input == Some(true),
+            self.calls
+                .first()
+                .and_then(|call| call.destination_saw_output)
+                == Some(true),
+        )
     }
 }
 
@@ -459,12 +490,14 @@ impl Shared<'_> {
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
             let (outcome, accounting_seen, coverage) = match &mut watchdog {
                 Ok(watchdog) => catch_unwind(AssertUnwindSafe(|| {
-                    let (mut run, coverage) = run_recipe_covered(watchdog, self.route, recipe, |outcome| outcome.calls);
+                    let (mut run, coverage) = run_recipe_covered(watchdog, self.route, recipe, CallKept::of);
                     if twin_round(index) {
                         name_crossed(&mut run, thread, index, plans);
                     }
-                    let seen = matches!(&run, Ok((_, calls))
-                        if calls.first().and_then(|call| call.destination_saw_output) == Some(true));
+                    let seen = match &run {
+                        Ok((_, kept)) => kept.evidence(),
+                        Err(_) => PhaseEvidence::default(),
+                    };
                     (case_outcome(run), seen, coverage)
                 }))
                 .unwrap_or_else(|payload| {
@@ -474,7 +507,7 @@ impl Shared<'_> {
                             panic_message(payload.as_ref())
                         ),
                     };
-                    (outcome, false, Coverage::default())
+                    (outcome, PhaseEvidence::default(), Coverage::default())
                 }),
                 Err(error) => (
                     CaseOutcome::NotSetUp {
@@ -483,7 +516,7 @@ impl Shared<'_> {
                             describe_error(error)
                         ),
                     },
-                    false,
+                    PhaseEvidence::default(),
                     Coverage::default(),
                 ),
             };

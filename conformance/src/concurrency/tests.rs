@@ -13,7 +13,7 @@ fn call(repeat: usize, outcome: CaseOutcome) -> Call {
             .unwrap(),
         span: (0, 1),
         outcome,
-        accounting_seen: false,
+        accounting_seen: PhaseEvidence::default(),
         coverage: Coverage::default(),
     }
 }

@@ -3,8 +3,9 @@
 //! crossed value names the thread whose input arrived.
 
 use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
-use tenferro_transfer_harness::{Compared, ProviderResult, Rule, SpyRecord};
+use tenferro_transfer_harness::{Compared, ProviderResult, Rule};
 
+use super::CallKept;
 use crate::runner::CaseRun;
 
 /// One round in this many is a round of twins: every thread sends the same
@@ -47,12 +48,12 @@ pub(super) fn twin_round(index: usize) -> bool {
 /// the same round whose case has those values, named in the `values`
 /// violation.
 pub(super) fn name_crossed(
-    run: &mut CaseRun<Vec<SpyRecord>>,
+    run: &mut CaseRun<CallKept>,
     thread: usize,
     index: usize,
     plans: &[Vec<Recipe>],
 ) {
-    let Ok((judgement, calls)) = run else {
+    let Ok((judgement, CallKept { calls, .. })) = run else {
         return;
     };
     if !judgement.rules().contains(&Rule::Values) {

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use tenferro_transfer_harness::{Oracle, PhaseMemory, Rule};
+use tenferro_transfer_harness::{Oracle, PhaseEvidence, PhaseMemory, Rule};
 
 use super::{ProviderSuite, RouteRun};
 use crate::concurrency::{Call, ConcurrencyOptions, Pressure, drive, replay_alone};
@@ -96,7 +96,12 @@ impl ProviderSuite {
         phase: &PhaseMemory,
         heads: &PressureHeads,
     ) -> (CaseRecord, Vec<Pressure>) {
-        let seen = pressure.calls.iter().any(|call| call.accounting_seen);
+        let seen = pressure
+            .calls
+            .iter()
+            .fold(PhaseEvidence::default(), |seen, call| {
+                seen.or(call.accounting_seen)
+            });
         // Memory that stayed: kept by the provider and reused, or
         // leaked? The concurrent calls once more tell.
         let mut repeated = Vec::new();

@@ -16,6 +16,7 @@ mod builtin_suites;
 mod capabilities;
 mod concurrent_reuse;
 mod declared_limits;
+mod download_leak;
 mod edges;
 mod failure_invariant;
 mod generated_values;

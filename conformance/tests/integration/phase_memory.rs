@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use tenferro_transfer_conformance::harness::{LeakCheck, PhaseMemory, RouteDeadline};
+use tenferro_transfer_conformance::harness::{
+    LeakCheck, PhaseEvidence, PhaseMemory, RouteDeadline,
+};
 use tenferro_transfer_conformance::mock_devices::SimStorage;
 use tenferro_transfer_conformance::prelude::*;
 
@@ -23,7 +25,7 @@ fn judged(first: usize, later: usize) -> LeakCheck {
     }
     let deadline = RouteDeadline::new(Duration::from_secs(60));
     let mut runs = 0;
-    phase.finish_repeating(&route, true, &deadline, || {
+    phase.finish_repeating(&route, PhaseEvidence::both(true), &deadline, || {
         runs += 1;
         let adds = if runs == 1 { first } else { later };
         for _ in 0..adds {

@@ -234,6 +234,11 @@ pub struct Outcome {
     pub trace: Vec<TraceEvent>,
     /// Allocations the case left behind.
     pub leaks: LeakCheck,
+    /// Whether the source's accounting showed the run's staged inputs
+    /// while they were alive: the evidence that its silence over a phase
+    /// of cases means something (`None` where the source accounts nothing,
+    /// or the case timed out).
+    pub source_saw_input: Option<bool>,
     /// The input's backing storage before, right after and well after the
     /// call (`input-intact`).
     pub input: crate::InputReads,

@@ -18,7 +18,7 @@ mod phase;
 
 pub use kept::KeptMemory;
 pub(crate) use kept::{Repetition, kept_or_leaked, phase_kept_or_leaked};
-pub use phase::PhaseMemory;
+pub use phase::{PhaseEvidence, PhaseMemory};
 
 use crate::device::memory::Stay;
 use crate::{MemoryGrowth, MemoryInUse};

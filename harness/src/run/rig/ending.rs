@@ -41,6 +41,7 @@ impl Rig {
             snapshot_event_domains: self.event_domains,
             trace,
             leaks: ended.leaks_of(index),
+            source_saw_input: ended.source_saw_input,
             input: InputReads {
                 before: before_read,
                 after_return,
@@ -63,6 +64,9 @@ pub(super) struct RunEnd<'a> {
     pub(super) leaks: LeakCheck,
     /// The held outputs read again, reported on the last input.
     pub(super) held: Option<HeldOutputs>,
+    /// Whether the source's accounting showed the staged inputs (`None`:
+    /// it accounts nothing).
+    pub(super) source_saw_input: Option<bool>,
 }
 
 impl RunEnd<'_> {

@@ -422,6 +422,7 @@ impl Rig {
             reached,
             leaks,
             held,
+            source_saw_input: before[0].accounts().then_some(ran.staged),
         };
         let mut trace = self.trace.take();
         let mut calls = calls_by_input(calls, cases.len());

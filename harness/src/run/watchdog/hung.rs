@@ -77,6 +77,7 @@ impl Watchdog {
             ),
             held: None,
             holds_values_of: None,
+            source_saw_input: None,
         };
         let mut returned = returned.into_iter();
         let outcomes = (0..cases.len())
