@@ -21,7 +21,7 @@ use crate::fixed_pass::FixedPass;
 use crate::generated::drawn_seed;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
-use crate::runner::{CaseRun, JudgedAs, into_record, run_case};
+use crate::runner::{CaseRun, JudgedAs, into_record, run_case, run_recipe};
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
 /// What a route's setup produced: everything its phases take.
@@ -300,14 +300,27 @@ impl ProviderSuite {
             })
         }) {
             Ok(Ok(route)) => Ok(route),
-            Ok(Err(HarnessError::Unavailable { reason })) => Err(Box::new(CaseRecord::new(
-                name,
-                Origin::Route,
-                self.head(name, String::new()),
-                CaseOutcome::Skipped {
-                    reason: format!("the route cannot run here: {reason}"),
-                },
-            ))),
+            // The route itself says its device is not here: no endpoint
+            // names the device's kind, so only a setting that requires
+            // every device makes it a failure.
+            Ok(Err(HarnessError::Unavailable { reason })) => {
+                match Settings::current()
+                    .ok()
+                    .and_then(|settings| settings.requiring_every_device())
+                {
+                    Some(setting) => Err(setup(format!(
+                        "{setting} requires every device, but the route cannot run here: {reason}"
+                    ))),
+                    None => Err(Box::new(CaseRecord::new(
+                        name,
+                        Origin::Route,
+                        self.head(name, String::new()),
+                        CaseOutcome::Skipped {
+                            reason: format!("the route cannot run here: {reason}"),
+                        },
+                    ))),
+                }
+            }
             Ok(Err(error @ HarnessError::DeviceRequired { .. })) => {
                 Err(setup(describe_error(&error)))
             }
@@ -319,8 +332,9 @@ impl ProviderSuite {
         }
     }
 
-    /// The replayed recipe's case alone, judged inside or outside the
-    /// capabilities as it falls.
+    /// The replayed recipe: every input it moves in one run (the case and
+    /// those moved `with` it), judged inside the capabilities; or its case
+    /// alone, judged outside them, where it falls outside.
     fn replayed_row(&self, set_up: &mut RouteSetup<'_>, json: &str) -> CaseRecord {
         let parsed = json.parse::<Recipe>().and_then(|recipe| {
             let case = recipe.case()?;
@@ -330,11 +344,16 @@ impl ProviderSuite {
         match parsed {
             Ok((recipe, case, outside)) => {
                 let head = self.case_head(set_up.name, &set_up.label, &case);
-                let judged_as = match &outside {
-                    Some(outside) => JudgedAs::Outside(outside),
-                    None => JudgedAs::Inside,
+                let run = match &outside {
+                    Some(outside) => run_case(
+                        &mut set_up.watchdog,
+                        &set_up.route,
+                        &case,
+                        JudgedAs::Outside(outside),
+                        None,
+                    ),
+                    None => run_recipe(&mut set_up.watchdog, &set_up.route, &recipe),
                 };
-                let run = run_case(&mut set_up.watchdog, &set_up.route, &case, judged_as, None);
                 self.case_record(&case, set_up.name, Origin::Replayed, head, run)
                     .with_replay(&recipe)
             }

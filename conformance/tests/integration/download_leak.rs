@@ -28,7 +28,10 @@ struct LeakyDownload {
 impl TransferProvider for LeakyDownload {
     fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.leak_every.is_some_and(|every| call.is_multiple_of(every)) {
+        if self
+            .leak_every
+            .is_some_and(|every| call.is_multiple_of(every))
+        {
             let staging = self
                 .inner
                 .device()

@@ -70,6 +70,41 @@ fn a_failing_fixed_case_replays_alone_and_fails_again() {
 }
 
 #[test]
+fn a_failing_run_of_several_inputs_replays_every_input_and_fails_again() {
+    // A content cache that compares only the first and last elements
+    // answers a twin (a few interior elements changed) from the earlier
+    // input: seen only when the twin moves after its case.
+    let suite = ProviderSuite::new("p", Level::V1)
+        .route(
+            "upload",
+            Route::host_to_sim,
+            broken(Fault::SampledContentCache),
+        )
+        .seed(3);
+    let report = suite.run();
+    let row = report
+        .rows()
+        .iter()
+        .find(|row| {
+            row.verdict == Verdict::Fail
+                && row
+                    .replay
+                    .as_deref()
+                    .is_some_and(|json| json.contains(r#""with":"#))
+        })
+        .unwrap_or_else(|| panic!("a failing run of several inputs: {}", report.to_table()));
+    let json = row.replay.as_deref().unwrap();
+    let replayed = suite.replay(json);
+    assert_eq!(replayed.rows().len(), 1, "{}", replayed.to_table());
+    assert_eq!(
+        replayed.rows()[0].verdict,
+        Verdict::Fail,
+        "{json}: {}",
+        replayed.to_table()
+    );
+}
+
+#[test]
 fn fixed_recipes_rebuild_the_fixed_cases_bit_for_bit() {
     for dtype in [DType::F32, DType::C64] {
         let special = Case::special_values(dtype).unwrap().unwrap();

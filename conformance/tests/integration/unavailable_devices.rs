@@ -207,6 +207,54 @@ fn requiring_a_device_that_fails_to_open_fails_every_rule() {
     );
 }
 
+/// A route whose factory says itself that its device is not here, with no
+/// endpoint that names the device's kind.
+fn self_absent_suite() -> ProviderSuite {
+    ProviderSuite::new("npu-upload", Level::V1)
+        .route(
+            "upload",
+            || {
+                Err(HarnessError::Unavailable {
+                    reason: "npu9: no /dev/npu9 on this machine".to_owned(),
+                })
+            },
+            |_| Ok(Arc::new(HostProvider::new()) as Arc<dyn TransferProvider>),
+        )
+        .profile(Profile::Quick)
+}
+
+#[test]
+fn a_route_that_says_its_device_is_not_here_skips_every_rule() {
+    assert_every_rule_skips(&self_absent_suite(), "no /dev/npu9");
+}
+
+#[test]
+#[ignore = "run by requiring_every_device_fails_a_route_that_says_its_device_is_not_here, with the require variable set"]
+fn self_absent_rules_fail_when_every_device_is_required() {
+    assert_every_rule_fails(&self_absent_suite(), "requires every device");
+}
+
+#[test]
+fn requiring_every_device_fails_a_route_that_says_its_device_is_not_here() {
+    let output = rerun_with(
+        "self_absent_rules_fail_when_every_device_is_required",
+        REQUIRE_DEVICES_ENV,
+        "all",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // A kind required is not this route's: it has named none.
+    let output = rerun_with(
+        "self_absent_rules_fail_when_every_device_is_required",
+        REQUIRE_DEVICES_ENV,
+        "vendor-npu",
+    );
+    assert!(!output.status.success());
+}
+
 #[test]
 fn a_cuda_route_without_a_gpu_skips_every_rule_with_the_reason() {
     let Some(reason) = cuda_unavailable_reason() else {

@@ -432,6 +432,28 @@ impl Settings {
         }
     }
 
+    /// The setting (as written) that requires every device, when one does:
+    /// a route that says itself that its device is not here, without an
+    /// endpoint that names the device's kind, fails under it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::settings::Settings;
+    ///
+    /// let all = Settings::from_vars([("TRANSFER_CONFORMANCE_REQUIRE_DEVICES", "all")]).unwrap();
+    /// assert!(all.requiring_every_device().unwrap().ends_with("=all"));
+    /// let cuda = Settings::from_vars([("TRANSFER_CONFORMANCE_REQUIRE_DEVICES", "cuda")]).unwrap();
+    /// assert!(cuda.requiring_every_device().is_none());
+    /// ```
+    pub fn requiring_every_device(&self) -> Option<String> {
+        matches!(self.require_devices, RequiredDevices::All).then(|| {
+            self.require_setting
+                .clone()
+                .unwrap_or_else(|| format!("{REQUIRE_DEVICES_ENV}=all"))
+        })
+    }
+
     /// The setting (as written) that requires a device of `kind`, when one
     /// does.
     pub fn requiring(&self, kind: &str) -> Option<String> {
