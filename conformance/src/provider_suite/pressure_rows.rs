@@ -12,6 +12,7 @@ use crate::concurrency::{Call, ConcurrencyOptions, Pressure, drive, replay_alone
 use crate::coverage::Coverage;
 use crate::generated::{REPLAY_ENV, SEED_ENV, shell_quote};
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
+use tenferro_transfer_harness::settings::ROUTES_ENV;
 
 /// How many failing calls get a row of their own, beyond one per rule
 /// broken (every rule broken always gets one).
@@ -222,7 +223,7 @@ impl ProviderSuite {
         let cargo_test = self.cargo_test();
         let account = pressure.account(call, &alone, |json, seed| {
             format!(
-                "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={seed} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
+                "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={seed} {ROUTES_ENV}={route} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
                 shell_quote(json),
                 route = run.name,
             )

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tenferro_mock_devices::PRESET_DTYPES;
 use tenferro_runtime::TransferProvider;
+use tenferro_transfer_harness::settings::ROUTES_ENV;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ValueSource};
 use tenferro_transfer_harness::{
     Case, HarnessError, INSIDE_CAPABILITIES, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
@@ -57,6 +58,8 @@ pub(super) struct RunSettings<'s> {
     pub(super) seed: Option<u64>,
     /// The recipe to replay instead of the whole run.
     pub(super) replay: Option<&'s str>,
+    /// The routes to run ([`ROUTES_ENV`]); empty: every declared route.
+    pub(super) routes: Vec<String>,
 }
 
 impl ProviderSuite {
@@ -79,6 +82,14 @@ impl ProviderSuite {
             for error in &self.declaration_errors {
                 records.push(self.setup_record(&declared.name, String::new(), error.clone()));
             }
+            if let Some(record) = settings
+                .as_ref()
+                .ok()
+                .and_then(|settings| self.unselected(declared, &settings.routes))
+            {
+                records.push(record);
+                continue;
+            }
             let route_records =
                 catch_unwind(AssertUnwindSafe(|| self.run_route(declared, &settings)))
                     .unwrap_or_else(|payload| {
@@ -94,6 +105,44 @@ impl ProviderSuite {
             records.extend(route_records);
         }
         Report::from_records(records)
+    }
+
+    /// The one record of a route that [`ROUTES_ENV`] (`selected`) does not
+    /// run: a skip where it selects other declared routes, a failure where
+    /// it names a route the suite does not declare (a typo must not pass
+    /// for a run); `None` where the route runs.
+    fn unselected(&self, declared: &DeclaredRoute, selected: &[String]) -> Option<CaseRecord> {
+        if selected.is_empty() {
+            return None;
+        }
+        let names = self.route_names();
+        let setting = format!("{ROUTES_ENV}={}", selected.join(","));
+        let undeclared: Vec<&str> = selected
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !names.contains(name))
+            .collect();
+        if !undeclared.is_empty() {
+            return Some(self.setup_record(
+                &declared.name,
+                String::new(),
+                format!(
+                    "{setting} names {}, which this suite does not declare (it declares {})",
+                    undeclared.join(", "),
+                    names.join(", ")
+                ),
+            ));
+        }
+        (!selected.contains(&declared.name)).then(|| {
+            CaseRecord::new(
+                &declared.name,
+                Origin::Route,
+                self.head(&declared.name, String::new()),
+                CaseOutcome::Skipped {
+                    reason: format!("not run: {setting} selects other routes"),
+                },
+            )
+        })
     }
 
     /// A record of route `route` (labelled `label`) that could not be set
@@ -141,6 +190,7 @@ impl ProviderSuite {
             profile: settings.profile.unwrap_or(self.profile),
             seed: settings.seed.or(self.seed),
             replay,
+            routes: settings.routes.clone(),
         }
     }
 

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use tenferro_transfer_harness::{Rule, Violation};
 
 use crate::Level;
-use crate::generated::{REPLAY_ENV, shell_quote};
+use crate::generated::{REPLAY_ENV, SEED_ENV, shell_quote};
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, violation_rows};
+use tenferro_transfer_harness::settings::ROUTES_ENV;
 
 /// The verdict of one rule on one route, as a `#[test]` reports it.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -159,6 +160,22 @@ fn failure_text(
             violation.message.replace('\n', "\n  ")
         ));
         let Some(json) = &record.replay else {
+            // A row of a pass (the held outputs, the memory over a phase)
+            // is no one case: the route alone runs it again. (A generated
+            // run's row carries its minimal case's replay in its message.)
+            let seed = match record.origin {
+                Origin::Held => None,
+                Origin::Concurrent { seed } => Some(seed),
+                _ => continue,
+            };
+            if !replayed.iter().any(|seen| std::ptr::eq(*seen, *record)) {
+                replayed.push(record);
+                text.push_str(&format!(
+                    "  rerun: {}{ROUTES_ENV}={route} {cargo_test} {route}::{} (the route alone: this row is a pass over many calls, not one case)\n",
+                    seed.map(|seed| format!("{SEED_ENV}={seed} ")).unwrap_or_default(),
+                    rule.id().replace('-', "_"),
+                ));
+            }
             continue;
         };
         // A row replays one run: said once, under its first failure.

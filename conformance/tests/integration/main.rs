@@ -33,6 +33,7 @@ mod replay;
 mod report_renderings;
 mod reused_block_copy;
 mod rig;
+mod route_selection;
 mod shape_specialised_plans;
 mod size_classes;
 mod staging_ring;

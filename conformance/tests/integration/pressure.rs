@@ -293,7 +293,9 @@ fn a_provider_that_races_on_shared_scratch_fails_values_under_concurrent_calls()
         "{text}"
     );
     assert!(
-        text.contains("TRANSFER_CONFORMANCE_SEED=7 cargo test upload::"),
+        text.contains(
+            "TRANSFER_CONFORMANCE_SEED=7 TRANSFER_CONFORMANCE_ROUTES=upload cargo test upload::"
+        ),
         "{text}"
     );
 }

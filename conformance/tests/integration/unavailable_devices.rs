@@ -3,7 +3,6 @@
 //! require variables turn those skips into failures. Shown for CUDA (no GPU
 //! on this machine) and for a vendor's own adapter that says it is absent.
 
-use std::process::Command;
 use std::sync::Arc;
 
 use tenferro_transfer_conformance::adapter::*;
@@ -101,28 +100,9 @@ fn assert_every_rule_fails(suite: &ProviderSuite, because: &str) {
     }
 }
 
-/// Run one ignored test of this module, `test`, in this binary with
-/// `variable=value`; the output says whether it passed. The test ran: a
-/// name that matched nothing would pass without running it.
+/// Run one ignored test of this module, `test`, with `variable=value`.
 fn rerun_with(test: &str, variable: &str, value: &str) -> std::process::Output {
-    // libtest names a test by its path below the crate root.
-    let module = module_path!().split_once("::").map_or("", |(_, path)| path);
-    let name = if module.is_empty() {
-        test.to_owned()
-    } else {
-        format!("{module}::{test}")
-    };
-    let output = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", &name, "--ignored", "--nocapture"])
-        .env(variable, value)
-        .output()
-        .expect("rerun the test binary");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("running 1 test"),
-        "{name} is not a test of this binary:\n{stdout}"
-    );
-    output
+    crate::support::rerun_with(module_path!(), test, variable, value)
 }
 
 #[test]

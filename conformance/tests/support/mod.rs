@@ -197,3 +197,28 @@ macro_rules! with_snapshot_settings {
 }
 #[allow(unused_imports)]
 pub(crate) use with_snapshot_settings;
+
+/// Run one ignored test, `test` of the module `module` (its
+/// `module_path!()`), in this test binary with `variable=value`; the output
+/// says whether it passed. The test ran: a name that matched nothing would
+/// pass without running it.
+pub fn rerun_with(module: &str, test: &str, variable: &str, value: &str) -> std::process::Output {
+    // libtest names a test by its path below the crate root.
+    let module = module.split_once("::").map_or("", |(_, path)| path);
+    let name = if module.is_empty() {
+        test.to_owned()
+    } else {
+        format!("{module}::{test}")
+    };
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", &name, "--ignored", "--nocapture"])
+        .env(variable, value)
+        .output()
+        .expect("rerun the test binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("running 1 test"),
+        "{name} is not a test of this binary:\n{stdout}"
+    );
+    output
+}

@@ -22,6 +22,9 @@ pub const SEED_ENV: &str = "TRANSFER_CONFORMANCE_SEED";
 /// `TRANSFER_CONFORMANCE_REPLAY`: a recipe (one line of JSON) to replay
 /// instead of running the suite.
 pub const REPLAY_ENV: &str = "TRANSFER_CONFORMANCE_REPLAY";
+/// `TRANSFER_CONFORMANCE_ROUTES`: the declared routes (comma-separated) a
+/// `ProviderSuite` runs; the others are skipped.
+pub const ROUTES_ENV: &str = "TRANSFER_CONFORMANCE_ROUTES";
 /// `TRANSFER_CONFORMANCE_PROVIDER`: the built-in provider a replay under
 /// `cargo test --test generated` runs.
 pub const PROVIDER_ENV: &str = "TRANSFER_CONFORMANCE_PROVIDER";
@@ -101,7 +104,7 @@ pub struct SettingDoc {
 }
 
 /// Every setting the suite reads, in the order the docs list them.
-pub const SETTINGS: [SettingDoc; 10] = [
+pub const SETTINGS: [SettingDoc; 11] = [
     SettingDoc {
         name: PROFILE_ENV,
         values: "`quick`, `default`, `deep`",
@@ -124,6 +127,14 @@ pub const SETTINGS: [SettingDoc; 10] = [
         default: "unset: run the whole suite",
         effect: "run only that case, on every declared route",
         read_by: "`cargo test` (`ProviderSuite`, and this repository's `--test generated`)",
+        vendor_facing: true,
+    },
+    SettingDoc {
+        name: ROUTES_ENV,
+        values: "declared route names, comma-separated",
+        default: "unset: every declared route",
+        effect: "run only these routes, as a failure's rerun line does (the others' rule tests are skipped; a name the suite does not declare fails every route)",
+        read_by: "`cargo test` (`ProviderSuite`)",
         vendor_facing: true,
     },
     SettingDoc {
@@ -263,6 +274,8 @@ pub struct Settings {
     pub seed: Option<u64>,
     /// [`REPLAY_ENV`].
     pub replay: Option<String>,
+    /// [`ROUTES_ENV`], split at commas (empty: every route).
+    pub routes: Vec<String>,
     /// [`PROVIDER_ENV`].
     pub provider: Option<String>,
     /// [`INJECT_ENV`], split at commas.
@@ -387,6 +400,7 @@ impl Settings {
                 })?);
             }
             REPLAY_ENV => self.replay = Some(value.to_owned()),
+            ROUTES_ENV => self.routes = comma_list(value),
             PROVIDER_ENV => self.provider = Some(value.trim().to_owned()),
             INJECT_ENV => self.inject = comma_list(value),
             NO_SKIP_ENV => self.no_skip = flag(NO_SKIP_ENV, value)?,
