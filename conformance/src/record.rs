@@ -179,16 +179,11 @@ impl CaseOutcome {
     /// A judged outcome: failed with the judgement's violations, passed
     /// without any; checked exactly where the oracle judged.
     pub fn judged(judgement: &Judgement) -> Self {
-        let checked = judgement.checked().to_vec();
-        let unchecked = judgement.unchecked().to_vec();
-        match Violations::new(judgement.violations().to_vec()) {
-            Some(violations) => CaseOutcome::Failed {
-                violations,
-                checked,
-                unchecked,
-            },
-            None => CaseOutcome::Passed { checked, unchecked },
-        }
+        Self::from_judged(
+            judgement.violations().to_vec(),
+            judgement.checked().to_vec(),
+            judgement.unchecked().to_vec(),
+        )
     }
 
     /// The outcome of a run of several judged cases summed up in one
@@ -346,14 +341,9 @@ impl CaseOutcome {
     /// violation passes. Checks can only be taken away, never added.
     #[must_use]
     pub fn restricted(self, keep: impl Fn(Rule) -> bool, reason: &str) -> Self {
-        let (violations, mut checked, mut unchecked) = match self {
-            CaseOutcome::Passed { checked, unchecked } => (Vec::new(), checked, unchecked),
-            CaseOutcome::Failed {
-                violations,
-                checked,
-                unchecked,
-            } => (violations.into(), checked, unchecked),
-            other => return other,
+        let (violations, mut checked, mut unchecked) = match self.into_judged() {
+            Ok(parts) => parts,
+            Err(other) => return other,
         };
         let (violations, dropped): (Vec<Violation>, Vec<Violation>) = violations
             .into_iter()
@@ -376,14 +366,7 @@ impl CaseOutcome {
                 }),
             }
         }
-        match Violations::new(violations) {
-            Some(violations) => CaseOutcome::Failed {
-                violations,
-                checked,
-                unchecked,
-            },
-            None => CaseOutcome::Passed { checked, unchecked },
-        }
+        Self::from_judged(violations, checked, unchecked)
     }
 
     /// The outcome with `more` violations added: a judged outcome fails
@@ -392,14 +375,9 @@ impl CaseOutcome {
     /// to add them to.
     #[must_use]
     pub(crate) fn with_violations(self, more: Vec<Violation>) -> Self {
-        let (mut violations, mut checked, mut unchecked) = match self {
-            CaseOutcome::Passed { checked, unchecked } => (Vec::new(), checked, unchecked),
-            CaseOutcome::Failed {
-                violations,
-                checked,
-                unchecked,
-            } => (Vec::from(violations), checked, unchecked),
-            other => return other,
+        let (mut violations, mut checked, mut unchecked) = match self.into_judged() {
+            Ok(parts) => parts,
+            Err(other) => return other,
         };
         for violation in &more {
             if !checked.contains(&violation.rule) {
@@ -409,6 +387,30 @@ impl CaseOutcome {
         checked.sort();
         unchecked.retain(|item| !checked.contains(&item.rule));
         violations.extend(more);
+        Self::from_judged(violations, checked, unchecked)
+    }
+
+    /// A judged outcome's violations, checked rules and unchecked rules;
+    /// `Err(self)` for a case not judged.
+    #[allow(clippy::type_complexity)]
+    fn into_judged(self) -> Result<(Vec<Violation>, Vec<Rule>, Vec<Unchecked>), Self> {
+        match self {
+            CaseOutcome::Passed { checked, unchecked } => Ok((Vec::new(), checked, unchecked)),
+            CaseOutcome::Failed {
+                violations,
+                checked,
+                unchecked,
+            } => Ok((violations.into(), checked, unchecked)),
+            other => Err(other),
+        }
+    }
+
+    /// A judged outcome: failed with `violations`, passed without any.
+    fn from_judged(
+        violations: Vec<Violation>,
+        checked: Vec<Rule>,
+        unchecked: Vec<Unchecked>,
+    ) -> Self {
         match Violations::new(violations) {
             Some(violations) => CaseOutcome::Failed {
                 violations,
@@ -454,14 +456,7 @@ impl CaseOutcome {
                         ..violation
                     })
                     .collect();
-                match Violations::new(violations) {
-                    Some(violations) => CaseOutcome::Failed {
-                        violations,
-                        checked,
-                        unchecked,
-                    },
-                    None => CaseOutcome::Passed { checked, unchecked },
-                }
+                Self::from_judged(violations, checked, unchecked)
             }
             CaseOutcome::NotSetUp { message } => CaseOutcome::NotSetUp {
                 message: note(&message),
@@ -575,6 +570,28 @@ mod tests {
         let outcome: CaseOutcome = serde_json::from_str(broken).unwrap();
         assert!(outcome.breaks(Rule::Values) && outcome.failed());
         assert_eq!(outcome.verdict(), Verdict::Fail);
+    }
+
+    #[test]
+    fn violations_added_to_a_pass_fail_it_and_count_their_rule_as_checked() {
+        let passed = CaseOutcome::Passed {
+            checked: vec![Rule::Values],
+            unchecked: vec![Unchecked {
+                rule: Rule::OutputStable,
+                reason: "nothing held".into(),
+            }],
+        };
+        let violation = Violation {
+            rule: Rule::OutputStable,
+            message: "changed".into(),
+        };
+        let failed = passed.with_violations(vec![violation]);
+        assert!(failed.breaks(Rule::OutputStable) && failed.checked(Rule::OutputStable));
+        assert!(failed.checked(Rule::Values) && failed.unchecked().is_empty());
+        let skipped = CaseOutcome::Skipped {
+            reason: "absent".into(),
+        };
+        assert_eq!(skipped.clone().with_violations(Vec::new()), skipped);
     }
 
     #[test]
