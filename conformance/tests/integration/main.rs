@@ -36,6 +36,7 @@ mod rig;
 mod route_selection;
 mod shape_specialised_plans;
 mod size_classes;
+mod slow_filling_cache;
 mod staging_ring;
 mod suite;
 mod suite_fuzzer;

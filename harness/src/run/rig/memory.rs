@@ -44,6 +44,9 @@ impl Rig {
                 let route = self.route.clone();
                 let judged =
                     kept_or_leaked(&route, before, Some(stays), found, Repetition::RUN, || {
+                        if let Some(hook) = &self.on_repetition {
+                            hook();
+                        }
                         self.spy.take();
                         // Only the memory of a repetition is looked at.
                         let _ = self.stage_and_run(cases, &before[0], counted);

@@ -85,7 +85,13 @@ pub struct Rig {
     /// were shown to leak, with the number of those runs, oldest first;
     /// not kept alive by the rig.
     set_aside: Vec<(Weak<dyn TransferProvider>, usize)>,
+    /// Told before each repetition of a run that judges its memory
+    /// ([`Rig::on_repetition`]).
+    on_repetition: Option<RepetitionHook>,
 }
+
+/// What a rig calls before each repetition of a run ([`Rig::on_repetition`]).
+pub(crate) type RepetitionHook = Box<dyn Fn() + Send>;
 
 /// How many replaced providers a rig remembers the leaking runs of.
 const PROVIDERS_REMEMBERED: usize = 1024;
@@ -171,7 +177,17 @@ impl Rig {
             recent: RecentInputs::default(),
             leaking_runs: 0,
             set_aside: Vec::new(),
+            on_repetition: None,
         })
+    }
+
+    /// Call `hook` before each repetition of a run whose memory is judged
+    /// (`no-leak` repeats a run whose memory grew, to tell memory the
+    /// provider keeps from a leak): a watchdog's worker tells the watchdog,
+    /// so that each repetition gets a deadline of its own and a slow
+    /// provider does not overrun it for the harness's own repetitions.
+    pub(crate) fn on_repetition(&mut self, hook: Option<RepetitionHook>) {
+        self.on_repetition = hook;
     }
 
     /// The route this rig runs.

@@ -52,6 +52,9 @@ impl Watchdog {
                     self.worker = Some(worker);
                     break;
                 }
+                // The abandoned run goes on with a repetition (a bounded
+                // number of them): wait on.
+                Ok(Message::Repeating) => {}
                 // Released, it parked again on the same abandoned run.
                 Ok(Message::Parked) if releases < MAX_RELEASES => {
                     releases += 1;

@@ -409,8 +409,8 @@ impl Watchdog {
         if worker.jobs.send(job).is_err() {
             return Err(died());
         }
-        let start = Instant::now();
-        let outcomes = match self.reply(&worker, cases, start, limit) {
+        let mut start = Instant::now();
+        let outcomes = match self.reply(&worker, cases, &mut start, limit) {
             Ok(Message::Done(reply)) => {
                 self.deadline.returned_after(start.elapsed());
                 self.worker = Some(worker);
@@ -433,10 +433,10 @@ impl Watchdog {
             // vendor's provider, a real device) never park here and keep
             // the wall-clock deadline.
             Ok(Message::Parked) => self.give_up(worker, cases, limit, GRACE),
-            Ok(Message::Released(_)) => {
+            Ok(Message::Released(_) | Message::Repeating) => {
                 return Err(HarnessError::HarnessFault {
                     route: self.route.label(),
-                    reason: "the case worker answered a case with released outputs".to_owned(),
+                    reason: "the case worker answered a case with another job's message".to_owned(),
                 });
             }
             // A call that overran the wall clock: the route remembers it,
@@ -477,18 +477,25 @@ impl Watchdog {
     }
 
     /// The worker's answer to the run of `cases` sent at `start`, waited
-    /// for up to `limit` (announcing a long wait on stderr).
+    /// for up to `limit` (announcing a long wait on stderr). Each
+    /// repetition of the run that judges its memory restarts the clock
+    /// (`start` is then when the last began): the deadline is a call's,
+    /// not the harness's repetitions'.
     fn reply(
         &self,
         worker: &Worker,
         cases: &[Case],
-        start: Instant,
+        start: &mut Instant,
         limit: Duration,
     ) -> Result<Message, RecvTimeoutError> {
         let mut announced = ANNOUNCE_AFTER;
         loop {
             let wait = limit.min(announced).saturating_sub(start.elapsed());
             match receive(&worker.replies, Some(wait)) {
+                Ok(Message::Repeating) => {
+                    *start = Instant::now();
+                    announced = ANNOUNCE_AFTER;
+                }
                 Err(RecvTimeoutError::Timeout) if start.elapsed() < limit => {
                     announce_wait(&self.route, cases, start.elapsed(), limit);
                     announced += ANNOUNCE_AFTER;

@@ -89,6 +89,9 @@ pub(super) enum Message {
     /// The worker parked in a simulated hang ([`hold`]): only a release
     /// ends it, so the case will overrun any deadline.
     Parked,
+    /// The run is about to be repeated to judge its memory
+    /// ([`Rig::on_repetition`]): the repetition gets a deadline of its own.
+    Repeating,
 }
 
 pub(super) struct Worker {
@@ -113,7 +116,7 @@ impl Worker {
         let handle = std::thread::Builder::new()
             .name("transfer-case".to_owned())
             .spawn(move || {
-                let mut rig = match Rig::new(route, provider) {
+                let rig = match Rig::new(route, provider) {
                     Ok(rig) => rig,
                     Err(error) => {
                         let _ = ready.send(Err(error));
@@ -128,45 +131,7 @@ impl Worker {
                 if ready.send(Ok(handles)).is_err() {
                     return;
                 }
-                let parked = reply.clone();
-                hold::on_park(Some(Box::new(move || {
-                    let _ = parked.send(Message::Parked);
-                })));
-                while let Ok(job) = receive(&job_queue, None) {
-                    let message = match job {
-                        Job::Run(cases, then) => {
-                            let reply = rig.run_together(&cases);
-                            match catch_unwind(AssertUnwindSafe(|| {
-                                then(rig.route(), &cases, reply)
-                            })) {
-                                Ok(done) => Message::Done(done),
-                                Err(payload) => Message::ThenPanicked(payload),
-                            }
-                        }
-                        Job::Keep(Some(limit)) => {
-                            rig.keep_outputs_up_to(limit);
-                            continue;
-                        }
-                        Job::Keep(None) => {
-                            rig.keep_outputs(false);
-                            continue;
-                        }
-                        Job::KeepPlans(limit) => {
-                            rig.keep_plans(limit);
-                            continue;
-                        }
-                        Job::Replace(provider) => {
-                            rig.replace_provider(provider);
-                            continue;
-                        }
-                        Job::Release => Message::Released(rig.release_outputs()),
-                        #[cfg(test)]
-                        Job::CountPlans => Message::Done(Box::new(rig.prepared_count())),
-                    };
-                    if reply.send(message).is_err() {
-                        return;
-                    }
-                }
+                serve(rig, &job_queue, &reply);
             })
             .map_err(|source| HarnessError::Worker {
                 route: label.clone(),
@@ -183,5 +148,52 @@ impl Worker {
             trace,
             event_domains,
         })
+    }
+}
+
+/// The worker's loop: run the jobs of `job_queue` on `rig`, answering on
+/// `reply` (and telling it of simulated hangs and of a run's repetitions),
+/// until the watchdog is gone.
+fn serve(mut rig: Rig, job_queue: &Receiver<Job>, reply: &Sender<Message>) {
+    let repeating = reply.clone();
+    rig.on_repetition(Some(Box::new(move || {
+        let _ = repeating.send(Message::Repeating);
+    })));
+    let parked = reply.clone();
+    hold::on_park(Some(Box::new(move || {
+        let _ = parked.send(Message::Parked);
+    })));
+    while let Ok(job) = receive(job_queue, None) {
+        let message = match job {
+            Job::Run(cases, then) => {
+                let reply = rig.run_together(&cases);
+                match catch_unwind(AssertUnwindSafe(|| then(rig.route(), &cases, reply))) {
+                    Ok(done) => Message::Done(done),
+                    Err(payload) => Message::ThenPanicked(payload),
+                }
+            }
+            Job::Keep(Some(limit)) => {
+                rig.keep_outputs_up_to(limit);
+                continue;
+            }
+            Job::Keep(None) => {
+                rig.keep_outputs(false);
+                continue;
+            }
+            Job::KeepPlans(limit) => {
+                rig.keep_plans(limit);
+                continue;
+            }
+            Job::Replace(provider) => {
+                rig.replace_provider(provider);
+                continue;
+            }
+            Job::Release => Message::Released(rig.release_outputs()),
+            #[cfg(test)]
+            Job::CountPlans => Message::Done(Box::new(rig.prepared_count())),
+        };
+        if reply.send(message).is_err() {
+            return;
+        }
     }
 }
