@@ -249,6 +249,9 @@ fn the_generated_run_json_is_documented_field_by_field() {
             nondeterministic: Some(
                 "nondeterministic: failed on case {...}, passed on replay".to_owned(),
             ),
+            // One that failed again only on the provider that ran the
+            // earlier cases says so (never beside the line above).
+            depends_on_state: Some("depends on the provider's state: ...".to_owned()),
         }),
         elapsed: Duration::from_millis(250),
         ..passing.clone()

@@ -4,12 +4,15 @@
 
 use std::sync::Arc;
 
+use super::run::guarded;
 use super::{ProviderSuite, RouteRun};
 use crate::generated::{
     Found, GeneratedOptions, Generation, REPLAY_ENV, SEED_ENV, generate, shell_quote,
 };
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::RowHead;
+use tenferro_transfer_harness::describe_error;
+use tenferro_transfer_harness::settings::ROUTES_ENV;
 
 impl ProviderSuite {
     /// One row for the whole generated run.
@@ -30,9 +33,15 @@ impl ProviderSuite {
             regressions: self.regressions_file(run.name),
             ..GeneratedOptions::new(run.profile)
         };
+        let fresh = || {
+            guarded(|| (run.factory)(run.route))
+                .map_err(|panic| format!("building the provider panicked: {panic}"))?
+                .map_err(|error| describe_error(&*error))
+        };
         let mut generation = match generate(
             run.route,
             Arc::clone(run.provider),
+            &fresh,
             run.capabilities,
             &options,
         ) {
@@ -101,6 +110,7 @@ impl ProviderSuite {
         let shown = found.shown();
         let json = shown.recipe.to_json();
         let note = found.nondeterminism();
+        let state = found.state_dependence();
         let head = RowHead {
             dtype: shown.recipe.dtype.clone(),
             shape: shown.recipe.shape.clone(),
@@ -121,11 +131,18 @@ impl ProviderSuite {
         // its judgement checked, with the line that replays it.
         let outcome = self
             .in_level(shown.outcome.clone())
-            .annotated(|message| match &note {
-                None => format!("{message}\n  {replay}"),
-                Some(note) => format!(
+            .annotated(|message| match (&note, &state) {
+                (Some(note), _) => format!(
                     "{message}\n  {note}\n  {replay} (the case alone may pass: it did on replay)"
                 ),
+                (None, Some(state)) => format!(
+                    "{message}\n  {state}\n  {replay} (the case alone, which passed on a fresh provider)\n  rerun: {SEED_ENV}={} {ROUTES_ENV}={} {} {}:: (the route's cases in the same order, which failed it)",
+                    generation.seed,
+                    run.name,
+                    self.cargo_test(),
+                    run.name
+                ),
+                (None, None) => format!("{message}\n  {replay}"),
             });
         self.in_level_record(
             CaseRecord::new(run.name, origin, head, outcome).with_coverage(generation.coverage),

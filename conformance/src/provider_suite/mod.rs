@@ -39,6 +39,8 @@ struct RouteRun<'a> {
     name: &'a str,
     route: &'a Route,
     provider: &'a Arc<dyn TransferProvider>,
+    /// The route's provider factory, for a fresh provider.
+    factory: &'a ProviderFactory,
     profile: Profile,
     /// The seed of the generated and the concurrent cases.
     seed: u64,

@@ -17,7 +17,7 @@ use tenferro_transfer_harness::{
     describe_error, panic_message,
 };
 
-use super::{DeclaredRoute, ProviderSuite, RouteRun};
+use super::{DeclaredRoute, ProviderFactory, ProviderSuite, RouteRun};
 use crate::fixed_pass::FixedPass;
 use crate::generated::drawn_seed;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
@@ -33,6 +33,8 @@ struct RouteSetup<'s> {
     label: String,
     route: Route,
     provider: Arc<dyn TransferProvider>,
+    /// The route's provider factory, for a fresh provider.
+    factory: &'s ProviderFactory,
     /// The profile in force (the settings', else the declared one).
     profile: Profile,
     /// Shared by every phase: once the provider has hung, later cases do
@@ -242,6 +244,7 @@ impl ProviderSuite {
             name,
             route: &set_up.route,
             provider: &set_up.provider,
+            factory: set_up.factory,
             profile: set_up.profile,
             seed,
             capabilities: set_up.capabilities,
@@ -325,6 +328,7 @@ impl ProviderSuite {
             label,
             route,
             provider,
+            factory: &declared.provider,
             profile,
             deadline,
             watchdog,
@@ -565,7 +569,7 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// Run `f`, turning a panic into its message.
-fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+pub(super) fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     catch_unwind(AssertUnwindSafe(f))
         .map_err(|payload: Box<dyn Any + Send>| panic_message(payload.as_ref()))
 }

@@ -38,6 +38,7 @@ mod shape_specialised_plans;
 mod size_classes;
 mod slow_filling_cache;
 mod staging_ring;
+mod state_dependent;
 mod suite;
 mod suite_fuzzer;
 mod unavailable_devices;

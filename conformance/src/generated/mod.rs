@@ -25,6 +25,10 @@ use crate::BuiltinProvider;
 use crate::report::{ViolationRow, violation_rows};
 use crate::suite::provider_for;
 
+mod found;
+
+pub(crate) use found::{FailedCase, Found};
+
 pub use tenferro_transfer_harness::settings::{INJECT_ENV, PROVIDER_ENV, REPLAY_ENV, SEED_ENV};
 
 /// How to run the generated suite.
@@ -85,6 +89,11 @@ pub struct GeneratedFailure {
     /// ("nondeterministic: failed on case X, passed on replay").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nondeterministic: Option<String>,
+    /// When the minimal case failed again only on the provider that ran
+    /// the earlier cases, and passed on a fresh one: the sentence that
+    /// says so ("depends on the provider's state: ...").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depends_on_state: Option<String>,
     /// A CLI command that replays exactly that case.
     pub replay_command: String,
     /// The same for `cargo test --test generated`, through [`REPLAY_ENV`],
@@ -139,7 +148,10 @@ impl GeneratedReport {
             None => out.push_str("pass\n"),
             Some(failure) => {
                 out.push_str("FAIL\n");
-                if let Some(note) = &failure.nondeterministic {
+                for note in [&failure.nondeterministic, &failure.depends_on_state]
+                    .into_iter()
+                    .flatten()
+                {
                     out.push_str(&format!("  {note}\n"));
                 }
                 out.push_str(&format!("  minimal case: {}\n", failure.minimal.to_json()));
@@ -199,84 +211,6 @@ pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// A case that failed, with what became of it when it failed: a rule
-/// broken or a case not set up, never a pass, by construction.
-#[derive(Clone, Debug)]
-pub(crate) struct FailedCase {
-    /// The case.
-    pub recipe: Recipe,
-    /// Its outcome when it failed ([`CaseOutcome::failed`]); the rules it
-    /// left unchecked stay in it (a rule the failure did not name was not
-    /// necessarily checked: a pending copy leaves `values` unjudged).
-    pub outcome: CaseOutcome,
-}
-
-impl FailedCase {
-    /// `Some` only when the case failed.
-    fn new(recipe: Recipe, outcome: CaseOutcome) -> Option<Self> {
-        outcome.failed().then_some(Self { recipe, outcome })
-    }
-
-    /// The message of its first violation.
-    fn first_message(&self) -> String {
-        violation_rows(&self.outcome)
-            .first()
-            .map(|row| row.message.clone())
-            .unwrap_or_default()
-    }
-}
-
-/// What a generated run's failure amounts to, once the minimal case has
-/// been replayed.
-#[derive(Clone, Debug)]
-pub(crate) enum Found {
-    /// The minimal case failed again on replay: its violations are the
-    /// replay's.
-    Reproduced(FailedCase),
-    /// The minimal case passed on replay: the provider fails only now and
-    /// then (state kept between calls, a race). `original` is the first
-    /// case that failed, with the violations it had; `minimal` the last
-    /// case that failed while shrinking.
-    Nondeterministic {
-        /// The first failing case and its violations.
-        original: FailedCase,
-        /// The last case that failed during shrinking, with its violations.
-        minimal: Box<FailedCase>,
-    },
-}
-
-impl Found {
-    /// The case a report row is about and the violations it shows.
-    pub fn shown(&self) -> &FailedCase {
-        match self {
-            Found::Reproduced(case) | Found::Nondeterministic { original: case, .. } => case,
-        }
-    }
-
-    /// For a failure that did not reproduce, the sentence that says so.
-    pub fn nondeterminism(&self) -> Option<String> {
-        match self {
-            Found::Reproduced(_) => None,
-            Found::Nondeterministic { original, minimal } => {
-                let mut text = format!(
-                    "nondeterministic: failed on case {}, passed on replay",
-                    original.recipe.to_json()
-                );
-                if minimal.recipe != original.recipe {
-                    text.push_str(&format!(
-                        " (shrinking reached {}, which failed once and passed on replay)",
-                        minimal.recipe.to_json()
-                    ));
-                }
-                text.push_str(
-                    "; the provider fails only now and then: state kept between calls, a counter, a cache or a race",
-                );
-                Some(text)
-            }
-        }
-    }
-}
-
 /// What [`generate`] found: how many cases it ran, and the shrunk failure.
 pub(crate) struct Generation {
     /// The generator's seed.
@@ -298,12 +232,18 @@ pub(crate) struct Generation {
     pub skipped: Option<String>,
 }
 
+/// What builds a fresh provider for a route: the route's factory.
+pub(crate) type FreshProvider<'a> = &'a dyn Fn() -> Result<Arc<dyn TransferProvider>, String>;
+
 /// Run proptest-drawn recipes inside `capabilities` through `provider` on
 /// `route`, shrinking the first failure to a minimal recipe.
 ///
 /// Every failing case is recorded with its violations as it fails, so a
 /// failure is never lost: when the minimal case passes on replay, the
-/// result is [`Found::Nondeterministic`] with the first failing case.
+/// result is [`Found::Nondeterministic`] with the first failing case. A
+/// minimal case that fails again is replayed once more on a provider from
+/// `fresh`, as its replay line will run it: passing there, it is
+/// [`Found::StateDependent`].
 ///
 /// # Errors
 ///
@@ -311,6 +251,7 @@ pub(crate) struct Generation {
 pub(crate) fn generate(
     route: &Route,
     provider: Arc<dyn TransferProvider>,
+    fresh: FreshProvider<'_>,
     capabilities: &Capabilities,
     options: &GeneratedOptions,
 ) -> Result<Generation, HarnessError> {
@@ -329,7 +270,7 @@ pub(crate) fn generate(
     let result = runner.run(&strategy, |recipe| drawn.judge(&watchdog, route, recipe));
     let failure = match result {
         Ok(()) => None,
-        Err(TestError::Fail(_, minimal)) => drawn.replayed(&watchdog, route, minimal),
+        Err(TestError::Fail(_, minimal)) => drawn.replayed(&watchdog, route, minimal, fresh),
         Err(TestError::Abort(reason)) => aborted(&reason),
     };
     Ok(Generation {
@@ -405,18 +346,22 @@ impl Drawn {
     }
 
     /// The failure proptest shrank to `minimal`, replayed on `watchdog`: it
-    /// reproduced, or it did not and the first failing case stands.
+    /// reproduced (on a fresh provider too, or only on the one that ran
+    /// the earlier cases), or it did not and the first failing case stands.
     fn replayed(
         &self,
         watchdog: &RefCell<Watchdog>,
         route: &Route,
         minimal: Recipe,
+        fresh: FreshProvider<'_>,
     ) -> Option<Found> {
         let (replayed, _) = outcome_of(&mut watchdog.borrow_mut(), route, &minimal);
         let original = self.first.take();
         let shrunk = self.latest.take().filter(|failed| failed.recipe == minimal);
         match (FailedCase::new(minimal.clone(), replayed), original) {
-            (Some(reproduced), _) => Some(Found::Reproduced(reproduced)),
+            (Some(reproduced), _) => {
+                Some(self.on_fresh_provider(&mut watchdog.borrow_mut(), route, reproduced, fresh))
+            }
             (None, Some(original)) => Some(Found::Nondeterministic {
                 minimal: Box::new(shrunk.unwrap_or_else(|| original.clone())),
                 original,
@@ -430,6 +375,34 @@ impl Drawn {
                 },
             )
             .map(Found::Reproduced),
+        }
+    }
+}
+
+impl Drawn {
+    /// `failed`, which failed again on the provider that ran the earlier
+    /// cases, run once more on a fresh provider (as its replay line runs
+    /// it in a fresh process): it fails there too, or the failure depends
+    /// on the provider's state. Where the factory cannot build another
+    /// provider, the replay on the same one stands.
+    fn on_fresh_provider(
+        &self,
+        watchdog: &mut Watchdog,
+        route: &Route,
+        failed: FailedCase,
+        fresh: FreshProvider<'_>,
+    ) -> Found {
+        let Ok(provider) = fresh() else {
+            return Found::Reproduced(failed);
+        };
+        watchdog.replace_provider(provider);
+        let (alone, _) = outcome_of(watchdog, route, &failed.recipe);
+        match FailedCase::new(failed.recipe.clone(), alone) {
+            Some(again) => Found::Reproduced(again),
+            None => Found::StateDependent {
+                failed,
+                earlier: self.cases.get(),
+            },
         }
     }
 }
@@ -486,9 +459,12 @@ pub fn run_generated(
     let route = provider.route()?;
     // Views of CUDA memory are a known limit of tenferro-gpu's download.
     let capabilities = staged_views(&Capabilities::all(), &route);
+    let fresh =
+        || provider_for(provider, &route, &options.inject).map_err(|error| error.to_string());
     let generation = generate(
         &route,
         provider_for(provider, &route, &options.inject)?,
+        &fresh,
         &capabilities,
         options,
     )?;
@@ -530,6 +506,7 @@ pub fn run_generated(
                     provider.name
                 ),
                 nondeterministic: found.nondeterminism(),
+                depends_on_state: found.state_dependence(),
                 minimal: shown.recipe,
                 violations: violation_rows(&shown.outcome),
             }
