@@ -94,44 +94,63 @@ pub enum TraceEvent {
 
 impl fmt::Display for TraceEvent {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.describe(&|domain| format!("{domain:?}")))
+    }
+}
+
+impl TraceEvent {
+    /// The event in words, with each event domain named by `name` (a
+    /// trace names its domains once, then shortly: `domain 1`).
+    pub(crate) fn describe(&self, name: &dyn Fn(&EventDomainId) -> String) -> String {
         match self {
             Self::BeginRun { device, domain } => {
-                write!(formatter, "{device}: begin run in {domain:?}")
+                format!("{device}: begin run in {}", name(domain))
             }
             Self::Launch {
                 device,
                 domain,
                 waited_on,
-            } => write!(
-                formatter,
-                "{device}: launch in {domain:?} after waiting on {} token(s) {waited_on:?}",
-                waited_on.len()
+            } => format!(
+                "{device}: launch in {} after waiting on {} token(s) [{}]",
+                name(domain),
+                waited_on.len(),
+                waited_on.iter().map(name).collect::<Vec<_>>().join(", ")
             ),
-            Self::Drain { device, domain } => write!(formatter, "{device}: drain {domain:?}"),
+            Self::Drain { device, domain } => format!("{device}: drain {}", name(domain)),
             Self::ProviderCalled { launch_domain } => match launch_domain {
-                Some(domain) => write!(formatter, "provider called from a launch in {domain:?}"),
-                None => formatter.write_str("provider called outside any simulated domain"),
+                Some(domain) => format!("provider called from a launch in {}", name(domain)),
+                None => "provider called outside any simulated domain".to_owned(),
             },
-            Self::ProviderReturned { how } => write!(formatter, "provider returned ({how})"),
+            Self::ProviderReturned { how } => format!("provider returned ({how})"),
             Self::CopyQueued {
                 device,
                 copy,
                 bytes,
-            } => write!(formatter, "{device}: copy #{copy} queued ({bytes} bytes)"),
-            Self::CopyCompleted { device, copy } => {
-                write!(formatter, "{device}: copy #{copy} completed")
-            }
+            } => format!("{device}: copy #{copy} queued ({bytes} bytes)"),
+            Self::CopyCompleted { device, copy } => format!("{device}: copy #{copy} completed"),
             Self::CopyFailed {
                 device,
                 copy,
                 reason,
-            } => write!(formatter, "{device}: copy #{copy} failed: {reason}"),
+            } => format!("{device}: copy #{copy} failed: {reason}"),
             Self::TokenWaited { device, copy } => {
-                write!(formatter, "{device}: waiting on the token of copy #{copy}")
+                format!("{device}: waiting on the token of copy #{copy}")
             }
-            Self::FaultInjected { device, fault } => {
-                write!(formatter, "{device}: injected fault: {fault}")
-            }
+            Self::FaultInjected { device, fault } => format!("{device}: injected fault: {fault}"),
+        }
+    }
+
+    /// The event domains the event names, in order.
+    pub(crate) fn domains(&self) -> Vec<EventDomainId> {
+        match self {
+            Self::BeginRun { domain, .. } | Self::Drain { domain, .. } => vec![*domain],
+            Self::Launch {
+                domain, waited_on, ..
+            } => std::iter::once(*domain)
+                .chain(waited_on.iter().copied())
+                .collect(),
+            Self::ProviderCalled { launch_domain } => launch_domain.iter().copied().collect(),
+            _ => Vec::new(),
         }
     }
 }

@@ -9,6 +9,7 @@ use side_effects::{check_held, check_input, check_leaks};
 
 use crate::TraceEvent;
 use crate::judge::judgement::Judgement;
+use tenferro_runtime::EventDomainId;
 
 use crate::{Case, LeakCheck, Outcome, ProviderResult, RUNTIME_ORDER, Route, Rule, RuntimeVerdict};
 
@@ -36,13 +37,43 @@ pub(crate) fn describe_trace(trace: &[TraceEvent]) -> String {
     } else {
         String::new()
     };
+    // Each event domain is written out once, at the end, and named
+    // shortly (`domain 1`) in the events: its full id is a long line.
+    let mut domains: Vec<EventDomainId> = Vec::new();
+    for event in &trace[skip..] {
+        for domain in event.domains() {
+            if !domains.contains(&domain) {
+                domains.push(domain);
+            }
+        }
+    }
+    let name = |domain: &EventDomainId| {
+        domains
+            .iter()
+            .position(|known| known == domain)
+            .map_or_else(
+                || format!("{domain:?}"),
+                |index| format!("domain {}", index + 1),
+            )
+    };
     text.push_str(
         &trace[skip..]
             .iter()
-            .map(ToString::to_string)
+            .map(|event| event.describe(&name))
             .collect::<Vec<_>>()
             .join("; "),
     );
+    if !domains.is_empty() {
+        text.push_str(&format!(
+            " (where {})",
+            domains
+                .iter()
+                .enumerate()
+                .map(|(index, domain)| format!("domain {} is {domain:?}", index + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     text
 }
 
