@@ -236,13 +236,16 @@ impl Pressure {
     }
 
     /// A paragraph for a failing call: where it ran, what ran beside it,
-    /// what its other repeats said, and how to replay it: `replay` writes
-    /// the replay line from the call's recipe JSON and the schedule's seed.
+    /// what its other repeats said, and how to replay it: `case_alone`
+    /// writes the line that replays the call's recipe JSON alone (left out
+    /// when it passed alone), `schedule` the one that reruns the schedule
+    /// of a seed.
     pub fn account(
         &self,
         call: &Call,
         alone: &Alone,
-        replay: impl Fn(&str, u64) -> String,
+        case_alone: impl Fn(&str) -> String,
+        schedule: impl Fn(u64) -> String,
     ) -> String {
         let options = &self.options;
         let mut text = format!(
@@ -292,7 +295,11 @@ impl Pressure {
             alone.text()
         ));
         text.push_str("\n  replay: ");
-        text.push_str(&replay(&call.recipe.to_json(), options.seed));
+        if !matches!(alone, Alone::Passed) {
+            text.push_str(&case_alone(&call.recipe.to_json()));
+            text.push_str("; ");
+        }
+        text.push_str(&schedule(options.seed));
         text
     }
 
@@ -606,13 +613,22 @@ pub fn run_concurrent(
             };
             format!(
                 "{what}\n  {}",
-                pressure.account(call, &alone, |json, seed| {
-                    format!(
-                        "cargo run --release -- replay --provider {} {} (the case alone); run_concurrent with seed {seed} (the same concurrent schedule; the threads' timing varies)",
-                        builtin.name,
-                        shell_quote(json)
-                    )
-                })
+                pressure.account(
+                    call,
+                    &alone,
+                    |json| {
+                        format!(
+                            "cargo run --release -- replay --provider {} {} (the case alone)",
+                            builtin.name,
+                            shell_quote(json)
+                        )
+                    },
+                    |seed| {
+                        format!(
+                            "run_concurrent with seed {seed} (the same concurrent schedule; the threads' timing varies)"
+                        )
+                    },
+                )
             )
         })
         .collect();

@@ -43,7 +43,12 @@ fn a_call_not_run_in_another_repeat_is_said_not_run_never_passed() {
     let pressure = pressure(CaseOutcome::Skipped {
         reason: "after the provider hung on an earlier call".to_owned(),
     });
-    let text = pressure.account(&pressure.calls[0], &Alone::Failed, |_, _| String::new());
+    let text = pressure.account(
+        &pressure.calls[0],
+        &Alone::Failed,
+        |_| String::new(),
+        |_| String::new(),
+    );
     assert!(
         text.contains("the same call in repeat 2: not run: after the provider hung"),
         "{text}"
@@ -58,10 +63,38 @@ fn a_call_that_passed_in_another_repeat_is_nondeterministic() {
         checked: vec![tenferro_transfer_harness::Rule::Values],
         unchecked: Vec::new(),
     });
-    let text = pressure.account(&pressure.calls[0], &Alone::Failed, |_, _| String::new());
+    let text = pressure.account(
+        &pressure.calls[0],
+        &Alone::Failed,
+        |_| String::new(),
+        |_| String::new(),
+    );
     assert!(
         text.contains("the same call in repeat 2: passed (nondeterministic)"),
         "{text}"
     );
     assert!(!pressure.identical_repeats());
+}
+
+#[test]
+fn a_call_that_passed_alone_is_replayed_by_its_schedule_only() {
+    let pressure = pressure(CaseOutcome::Passed {
+        checked: vec![tenferro_transfer_harness::Rule::Values],
+        unchecked: Vec::new(),
+    });
+    let account = |alone: &Alone| {
+        pressure.account(
+            &pressure.calls[0],
+            alone,
+            |_| "CASE ALONE".to_owned(),
+            |seed| format!("SCHEDULE {seed}"),
+        )
+    };
+    let passed = account(&Alone::Passed);
+    assert!(
+        !passed.contains("CASE ALONE") && passed.contains("replay: SCHEDULE"),
+        "{passed}"
+    );
+    let failed = account(&Alone::Failed);
+    assert!(failed.contains("replay: CASE ALONE; SCHEDULE"), "{failed}");
 }

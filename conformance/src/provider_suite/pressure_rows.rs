@@ -221,13 +221,22 @@ impl ProviderSuite {
             &call.recipe,
         );
         let cargo_test = self.cargo_test();
-        let account = pressure.account(call, &alone, |json, seed| {
-            format!(
-                "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone); {SEED_ENV}={seed} {ROUTES_ENV}={route} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)",
-                shell_quote(json),
-                route = run.name,
-            )
-        });
+        let route = run.name;
+        let account = pressure.account(
+            call,
+            &alone,
+            |json| {
+                format!(
+                    "{REPLAY_ENV}={} {cargo_test} {route}:: (the case alone)",
+                    shell_quote(json)
+                )
+            },
+            |seed| {
+                format!(
+                    "{SEED_ENV}={seed} {ROUTES_ENV}={route} {cargo_test} {route}:: (the same concurrent schedule; the threads' timing varies)"
+                )
+            },
+        );
         // The call's own outcome: what it broke and exactly what its
         // judgement checked, with where it ran and how to replay it.
         let outcome = self

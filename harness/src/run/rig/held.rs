@@ -166,21 +166,36 @@ pub(super) fn reread_in_run(inputs: &[HeldInRun<'_>], cases: &[Case]) -> HeldOut
                 case_words(other.1)
             ));
         }
-        let later: Vec<String> = cases[input.position..]
-            .iter()
-            .enumerate()
-            .map(|(index, case)| {
-                format!("input {}: {}", input.position + index + 1, case_words(case))
-            })
-            .collect();
         seen.changed.push(ChangedOutput {
             case: case_words(input.case),
-            after: Some(later.join(", ")),
+            after: Some(later_inputs(cases, input.position)),
             difference,
             in_run: Some((input.position, total)),
         });
     }
     seen
+}
+
+/// The inputs of a run after the first `position`, in words: neighbours
+/// of the same case said once (`inputs 2 to 17: F32 [2, 3] owned`), since
+/// a run stacks one case many times.
+fn later_inputs(cases: &[Case], position: usize) -> String {
+    let mut groups: Vec<(usize, usize, String)> = Vec::new();
+    for (index, case) in cases.iter().enumerate().skip(position) {
+        let words = case_words(case);
+        match groups.last_mut() {
+            Some((_, last, previous)) if *previous == words => *last = index + 1,
+            _ => groups.push((index + 1, index + 1, words)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(first, last, words)| match last - first {
+            0 => format!("input {first}: {words}"),
+            _ => format!("inputs {first} to {last}: {words}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Rig {
@@ -237,4 +252,30 @@ fn readable_at_return<'a>(case: &'a Case, result: &'a ProviderResult) -> Option<
         && returned.buffer_len == Some(case.len())
         && returned.buffer_len_changed_to.is_none();
     returned.bytes.values(case.values()).ok().filter(|_| pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbouring_later_inputs_of_one_case_are_said_once() {
+        let small = Case::from_values(vec![2], vec![1_i32, 2]).unwrap();
+        let other = Case::from_values(vec![3], vec![1.0_f32; 3]).unwrap();
+        let cases = [
+            small.clone(),
+            small.clone(),
+            small.clone(),
+            other.clone(),
+            small.clone(),
+        ];
+        assert_eq!(
+            later_inputs(&cases, 1),
+            format!(
+                "inputs 2 to 3: {small}, input 4: {other}, input 5: {small}",
+                small = case_words(&small),
+                other = case_words(&other)
+            )
+        );
+    }
 }
