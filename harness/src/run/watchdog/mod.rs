@@ -395,8 +395,7 @@ impl Watchdog {
         let died = || HarnessError::WorkerDied {
             route: self.route.label(),
         };
-        let inputs = u32::try_from(cases.len().max(1)).unwrap_or(u32::MAX);
-        let limit = self.deadline.limit().saturating_mul(inputs);
+        let limit = self.deadline.limit_for(cases);
         let hung_before = self.deadline.hung_on();
         let remote = then.clone();
         let job = Job::Run(
@@ -412,7 +411,7 @@ impl Watchdog {
         let mut start = Instant::now();
         let outcomes = match self.reply(&worker, cases, &mut start, limit) {
             Ok(Message::Done(reply)) => {
-                self.deadline.returned_after(start.elapsed());
+                self.deadline.returned_after(start.elapsed(), cases);
                 self.worker = Some(worker);
                 return match reply.downcast::<Result<Vec<R>, HarnessError>>() {
                     Ok(reply) => *reply,
@@ -424,7 +423,7 @@ impl Watchdog {
                 };
             }
             Ok(Message::ThenPanicked(payload)) => {
-                self.deadline.returned_after(start.elapsed());
+                self.deadline.returned_after(start.elapsed(), cases);
                 self.worker = Some(worker);
                 std::panic::resume_unwind(payload)
             }
