@@ -227,6 +227,9 @@ pub(crate) struct Pressure {
     /// Every call made, repeat by repeat, thread by thread. A repeat stops
     /// after the first round in which a call failed.
     pub calls: Vec<Call>,
+    /// The repeats planned; those after them were added
+    /// ([`Pressure::extend`]) to judge the devices' memory.
+    pub planned: usize,
 }
 
 impl Pressure {
@@ -249,13 +252,21 @@ impl Pressure {
     ) -> String {
         let options = &self.options;
         let mut text = format!(
-            "under concurrent calls: thread {} of {} (each thread its own runtime, one provider instance), call {} of {}, repeat {} of {}",
+            "under concurrent calls: thread {} of {} (each thread its own runtime, one provider instance), call {} of {}, repeat {} of {}{}",
             call.thread,
             options.threads,
             call.index + 1,
             options.cases_per_thread,
             call.repeat + 1,
-            options.repeats
+            options.repeats,
+            if call.repeat >= self.planned {
+                format!(
+                    " (the {} planned, and more run to judge the devices' memory)",
+                    self.planned
+                )
+            } else {
+                String::new()
+            }
         );
         let beside: Vec<String> = self
             .calls
@@ -457,6 +468,7 @@ pub(crate) fn drive(
             ..options.clone()
         },
         calls,
+        planned: options.repeats,
     })
 }
 

@@ -26,6 +26,7 @@ fn pressure(later: CaseOutcome) -> Pressure {
             repeats: 2,
             ..ConcurrencyOptions::default()
         },
+        planned: 2,
         calls: vec![
             call(
                 0,
@@ -97,4 +98,25 @@ fn a_call_that_passed_alone_is_replayed_by_its_schedule_only() {
     );
     let failed = account(&Alone::Failed);
     assert!(failed.contains("replay: CASE ALONE; SCHEDULE"), "{failed}");
+}
+
+#[test]
+fn a_call_of_a_repeat_run_to_judge_the_memory_says_so() {
+    let mut pressure = pressure(CaseOutcome::Passed {
+        checked: vec![tenferro_transfer_harness::Rule::Values],
+        unchecked: Vec::new(),
+    });
+    pressure.extend(pressure.clone());
+    let account =
+        |call: &Call| pressure.account(call, &Alone::Failed, |_| String::new(), |_| String::new());
+    let planned = account(&pressure.calls[0]);
+    assert!(
+        planned.contains("repeat 1 of 4") && !planned.contains("judge the devices' memory"),
+        "{planned}"
+    );
+    let added = account(&pressure.calls[2]);
+    assert!(
+        added.contains("repeat 3 of 4 (the 2 planned, and more run to judge the devices' memory)"),
+        "{added}"
+    );
 }
