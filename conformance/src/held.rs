@@ -43,10 +43,13 @@ pub const HELD_MAX_ELEMENTS: usize = 1 << 16;
 /// output, in elements.
 pub const STACKED_MAX_ELEMENTS: usize = 1 << 12;
 
-/// The inputs of the held pass's long run of one size: more than
-/// [`HOLD_SAME_SIZE`] provider outputs of a size held by the runtime at
-/// once.
-pub const STACKED_RUN_INPUTS: usize = HOLD_SAME_SIZE + 1;
+/// The inputs of the held pass's long run of one size: 65 provider
+/// outputs of a size held by the runtime at once, more than a ring of
+/// staging blocks of a size is likely to keep (and more than the
+/// [`HOLD_SAME_SIZE`] the caller holds across runs). A run holds them at
+/// the cost of one transfer each, where holding them across runs costs a
+/// read of every held output after every call.
+pub const STACKED_RUN_INPUTS: usize = 65;
 
 /// The recipe of the input moved after `recipe` in the held pass: the same
 /// dtype, shape and layout, with other values.

@@ -146,6 +146,7 @@ pub use builtin::{
     BUILTIN_PROVIDERS, BuiltinProvider, CUDA_PROVIDERS, NativeBroken, all_builtin_providers,
     builtin_provider,
 };
+pub use held::STACKED_RUN_INPUTS;
 pub use level::{Level, UnknownLevel};
 pub use provider_suite::{
     BoxError, FuzzFailure, FuzzStats, MAX_FUZZ_CALLS, NEXTEST_RUN_ID_ENV, NO_SKIP_ENV,

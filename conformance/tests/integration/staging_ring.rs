@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use tenferro_tensor::BackendStorage;
 use tenferro_transfer_conformance::BoxError;
+use tenferro_transfer_conformance::STACKED_RUN_INPUTS;
 use tenferro_transfer_conformance::harness::{HOLD_SAME_SIZE, HarnessError};
 use tenferro_transfer_conformance::mock_devices::providers::CachingAllocator;
 use tenferro_transfer_conformance::mock_devices::{
@@ -96,6 +97,10 @@ fn upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
 /// stacked runs hold.
 const BLOCKS: usize = 8;
 
+/// A ring's blocks a size: more than the caller holds across runs, fewer
+/// than the held pass's long run moves in one run.
+const DEEP_BLOCKS: usize = 48;
+
 /// Host to a simulated device whose layout kernels copy.
 fn copying_route() -> Result<Route, HarnessError> {
     let route = Route::host_to_sim()?;
@@ -136,6 +141,16 @@ fn suite() -> ProviderSuite {
                 ring: Mutex::default(),
             }) as _)
         })
+        // A ring deeper than the outputs the caller holds across runs: only
+        // the held pass's long run, which the runtime holds, outnumbers it.
+        .route("deep_ring", Route::host_to_sim, |route| {
+            Ok(Arc::new(StagingRing {
+                inner: upload(route)?,
+                blocks: DEEP_BLOCKS,
+                min: 0,
+                ring: Mutex::default(),
+            }) as _)
+        })
         .route("caching", Route::host_to_sim, |route| {
             Ok(Arc::new(CachingAllocator::new(upload(route)?, BLOCKS)) as _)
         })
@@ -147,6 +162,7 @@ fn suite() -> ProviderSuite {
 fn rings_of_staging_outputs_small_and_large_break_output_stable_and_the_caching_allocator_does_not()
 {
     const { assert!(BLOCKS < HOLD_SAME_SIZE) };
+    const { assert!(HOLD_SAME_SIZE < DEEP_BLOCKS && DEEP_BLOCKS < STACKED_RUN_INPUTS) };
     let suite = suite();
     let report = suite.run();
     for (route, held_by) in [
@@ -156,6 +172,9 @@ fn rings_of_staging_outputs_small_and_large_break_output_stable_and_the_caching_
             "ring_copying",
             "which the runtime holds until the program ends",
         ),
+        // Seen in the long run only (which also overwrites there the
+        // outputs the caller holds from the runs before it).
+        ("deep_ring", "of 65 moved in one run"),
     ] {
         let RuleVerdict::Fail(text) = suite.check(&report, route, Rule::OutputStable) else {
             panic!("{route}: {}", report.to_table());
