@@ -120,16 +120,22 @@ impl fmt::Display for KeptMemory {
 }
 
 /// Decide what a piece of work whose accounting found `leaks` left behind:
-/// `again` does it once more (its outcome is not judged). After
-/// `repetition.times` repetitions, memory that grew over the last
-/// `repetition.last` is a leak (`leaks` stand), unless it grew on every
-/// repetition until then: that repeats on until it has not grown over
-/// `last` more (a cache that filled: kept memory, and the route learns how
-/// long it took, [`Route::filling_seen`]) or for `repetition.filling`
-/// repetitions (a leak). Memory that did not grow is kept memory; memory
-/// back where it was before the work was no leak at all. `stays`: the
-/// work's stays on the devices, when other work may run beside it (a
-/// repetition beside other calls cannot be judged).
+/// `again` does it once more (its outcome is not judged). Over
+/// `repetition.times` repetitions, memory that rises above its peak so far
+/// (the work's own sample and every repetition's) in the last
+/// `repetition.last` of them may be a leak; memory that only comes back to
+/// a level it had before (a cache trimmed, then refilled) is not. Memory
+/// that rose there repeats on, up to `repetition.filling` repetitions in
+/// all: it is kept memory once it has not risen above its peak over
+/// `repetition.last` more where it grew on every repetition until it
+/// stopped (a cache that filled a block a call; the route learns how long
+/// it took, [`Route::filling_seen`]), or over `repetition.times` more
+/// otherwise (a cache whose blocks of other sizes leave as this work's
+/// arrive, a release deferred by some calls); else it is a leak (`leaks`
+/// stand). Memory that did not rise is kept memory; memory back where it
+/// was before the work was no leak at all. `stays`: the work's stays on the
+/// devices, when other work may run beside it (a repetition beside other
+/// calls cannot be judged).
 pub(crate) fn kept_or_leaked(
     route: &Route,
     before: &[Sample; 2],
@@ -147,39 +153,35 @@ pub(crate) fn kept_or_leaked(
             .any(|(now, then)| net_growth(now, then).grew())
     };
     let mut previous = settled();
-    let mut midway = (repetition.times <= repetition.last).then(|| previous.clone());
+    let mut peak = Peak::of(&previous);
     let mut filling = Filling::default();
     let mut growing = false;
+    let mut last_rise = 0;
     let mut repeat = 0;
     loop {
         repeat += 1;
         again();
         let now = settled();
         filling.note(grew(&now, &previous));
-        if repeat == repetition.times.saturating_sub(repetition.last) {
-            midway = Some(now.clone());
-        } else if repeat <= repetition.times
-            && let Some(midway) = &midway
-            && grew(&now, midway)
-        {
-            // Grown again since midway: a leak, unless the memory grew on
-            // every repetition so far (a cache filling a block a call).
-            growing = true;
+        if peak.rises_to(&now) {
+            last_rise = repeat;
+            // Above every level before, in the last repetitions: maybe a
+            // leak, unless it stops rising.
+            growing |= repeat > repetition.times.saturating_sub(repetition.last);
         }
         previous = now;
-        if growing && !filling.may_fill() {
-            break;
-        }
         if repeat < repetition.times {
             continue;
         }
         if !growing {
             break;
         }
-        // Grown since midway, on every repetition until it stopped: kept
-        // memory once it has not grown over `last` more, a leak if it
-        // grows on every repetition up to `filling`.
-        if filling.flat >= repetition.last {
+        let quiet = if filling.may_fill() {
+            repetition.last
+        } else {
+            repetition.times
+        };
+        if repeat - last_rise >= quiet {
             growing = false;
             break;
         }
@@ -192,7 +194,7 @@ pub(crate) fn kept_or_leaked(
             "the memory in use grew over the run, and other calls ran on the device while the run was repeated to tell memory the provider keeps from a leak".to_owned(),
         );
     }
-    if growing || midway.is_none() {
+    if growing {
         return LeakCheck::Checked(leaks);
     }
     if filling.may_fill() {
@@ -313,6 +315,63 @@ fn kept_memory(endpoints: &[&Endpoint; 2], now: &[Sample; 2], before: &[Sample; 
 fn settled(endpoint: &Endpoint, counted: bool) -> Sample {
     endpoint.settle();
     Sample::of(endpoint, counted)
+}
+
+/// The most memory each endpoint held at any sample so far, by live
+/// allocations (the ledger's, else the device's count) and by bytes.
+struct Peak {
+    allocations: [Option<i64>; 2],
+    bytes: [Option<i64>; 2],
+}
+
+impl Peak {
+    fn of(samples: &[Sample; 2]) -> Self {
+        let mut peak = Self {
+            allocations: [None; 2],
+            bytes: [None; 2],
+        };
+        peak.rises_to(samples);
+        peak
+    }
+
+    /// Take in `samples`; whether any endpoint held more of either measure
+    /// than at every sample before.
+    fn rises_to(&mut self, samples: &[Sample; 2]) -> bool {
+        let mut rose = false;
+        for (side, sample) in samples.iter().enumerate() {
+            let (allocations, bytes) = levels(sample);
+            for (level, peak) in [
+                (allocations, &mut self.allocations[side]),
+                (bytes, &mut self.bytes[side]),
+            ] {
+                if let Some(level) = level {
+                    match peak {
+                        Some(high) if level <= *high => {}
+                        Some(high) => {
+                            *high = level;
+                            rose = true;
+                        }
+                        None => *peak = Some(level),
+                    }
+                }
+            }
+        }
+        rose
+    }
+}
+
+/// What a sample says is live: allocations (the ledger's where it keeps
+/// one, as [`net_growth`] judges them, else the device's count) and bytes
+/// (the device's count, where the ledger does not decide).
+fn levels(sample: &Sample) -> (Option<i64>, Option<i64>) {
+    let wide = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+    if let Some(mark) = &sample.ledger {
+        return (Some(i64::try_from(mark.live()).unwrap_or(i64::MAX)), None);
+    }
+    match &sample.counts {
+        Some(counts) => (counts.allocations.map(wide), counts.bytes.map(wide)),
+        None => (None, None),
+    }
 }
 
 /// How much more is live at `now` than at `then`: by the ledger's live
