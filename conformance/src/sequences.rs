@@ -11,13 +11,24 @@
 //!   returns the wrong values, and the `values` failure names that input;
 //! - **inputs of mixed sizes in one run**: the small fixed cases of the
 //!   dtype moved by one program, each output held by the runtime until the
-//!   program ends and read again then.
+//!   program ends and read again then;
+//! - **views at another offset**: right after each small view, the same
+//!   view (shape and strides) with its first element moved by one; a
+//!   provider that keeps a plan per layout without the offset in its key
+//!   reads the old positions;
+//! - **inputs equal as numbers, not in bits** (float dtypes): a pair whose
+//!   zeros differ in sign, and a pair whose NaNs differ in payload, each
+//!   second input right after the first; a cache that compares inputs with
+//!   `==` answers the second from the first.
 //!
 //! A failing record replays as one run of the pair that failed (the case
 //! and its twin moved together), which meets the same state.
 
-use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{Judgement, Route, Watchdog, describe_error};
+use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
+use tenferro_transfer_harness::{
+    Judgement, Layout, NEGATIVE_ZEROS, OTHER_NAN_PAYLOAD, Route, WITH_NANS, Watchdog,
+    describe_error,
+};
 
 use crate::coverage::Coverage;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
@@ -43,6 +54,36 @@ struct Dtype {
     not_run: Option<String>,
     /// The first run that failed, as one recipe that replays it.
     replay: Option<Recipe>,
+    /// Views moved again at another offset.
+    shifted: usize,
+}
+
+/// The same view at another offset: `recipe`'s view with its first element
+/// moved by one along the first backing axis where the whole view still
+/// fits, the strides and shape unchanged. A provider that keeps a plan per
+/// layout but leaves the offset out of its key reads the old positions.
+/// `None` for an owned case, or a view that spans its backing.
+fn shifted(recipe: &Recipe) -> Option<Recipe> {
+    let Layout::View(spec) = &recipe.layout else {
+        return None;
+    };
+    for (index, axis) in spec.axes.iter().enumerate() {
+        let extent = isize::try_from(*spec.backing_shape.get(index)?).ok()?;
+        let first = isize::try_from(axis.first).ok()?;
+        let span = axis.step * isize::try_from(axis.len.checked_sub(1)?).ok()?;
+        let (low, high) = (first.min(first + span), first.max(first + span));
+        for delta in [1, -1] {
+            if low + delta >= 0 && high + delta < extent {
+                let mut moved = spec.clone();
+                moved.axes[index].first = usize::try_from(first + delta).ok()?;
+                return Some(Recipe {
+                    layout: Layout::View(moved),
+                    ..recipe.clone().untwinned()
+                });
+            }
+        }
+    }
+    None
 }
 
 /// The twins of a route's fixed cases, run as the fixed cases run, and the
@@ -98,6 +139,20 @@ impl StatePass {
             &format!("the twin of {}, right after it", words(recipe)),
             recipe.clone().moved_with(vec![twin.clone()]),
         );
+        if let Some(shifted) = shifted(recipe) {
+            dtype.shifted += 1;
+            dtype.run(
+                watchdog,
+                route,
+                &shifted,
+                &format!(
+                    "{} at another offset ({}), right after it",
+                    words(recipe),
+                    shifted.layout.label()
+                ),
+                recipe.clone().moved_with(vec![shifted.clone()]),
+            );
+        }
         if let Some(previous) = dtype.small.last().cloned() {
             let late = previous.twin(TWIN_SEEDS[1]);
             dtype.run(
@@ -133,6 +188,58 @@ impl StatePass {
 }
 
 impl Dtype {
+    /// For a float dtype, two pairs of its first small case of at least
+    /// four elements, each the second one moved right after the first, in
+    /// runs of their own: equal as numbers and not in bits, by the sign of
+    /// their zeros, then by the payload of their NaNs. A cache that
+    /// compares inputs with `==` (or takes every NaN for equal) answers the
+    /// second from the first, with the wrong bits. Whether they ran.
+    fn equal_as_numbers(&mut self, watchdog: &mut Watchdog, route: &Route) -> bool {
+        let Some(small) = self
+            .small
+            .iter()
+            .find(|recipe| recipe.case().is_ok_and(|case| case.len() >= 4))
+            .cloned()
+        else {
+            return false;
+        };
+        let variant = |seed: u64| Recipe {
+            values: ValueSource::EqualAsNumbers,
+            seed,
+            specials: 0,
+            ..small.clone().untwinned()
+        };
+        if variant(0).case().is_err() {
+            return false;
+        }
+        for (first, second, differ) in [
+            (0, NEGATIVE_ZEROS, "the sign of its zeros"),
+            (
+                WITH_NANS,
+                WITH_NANS | OTHER_NAN_PAYLOAD,
+                "the payload of its NaNs",
+            ),
+        ] {
+            let (first, second) = (variant(first), variant(second));
+            let case = words(&first);
+            self.run(
+                watchdog,
+                route,
+                &first,
+                &format!("{case}, equal as numbers"),
+                first.clone(),
+            );
+            self.run(
+                watchdog,
+                route,
+                &second,
+                &format!("{case} equal as numbers to the input right before it, but for {differ}"),
+                first.moved_with(vec![second.clone()]),
+            );
+        }
+        true
+    }
+
     /// Run the inputs of `run` in one run; `label` says where in the
     /// sequence it stands; `replay` replays it (with what it met).
     fn run(
@@ -203,6 +310,7 @@ impl Dtype {
                 run.clone(),
             );
         }
+        let pairs = self.equal_as_numbers(watchdog, route);
         let judged = match (self.not_run, self.parts.is_empty()) {
             (Some(message), _) => Err(CaseOutcome::NotSetUp { message }),
             (None, true) => Err(CaseOutcome::Skipped {
@@ -213,9 +321,15 @@ impl Dtype {
         let head = RowHead {
             dtype: self.name.clone(),
             layout: format!(
-                "state: {} cases each followed by its twin and by another after the next case, and {} sizes in one run",
+                "state: {} cases each followed by its twin and by another after the next case, {} views at another offset, and {} sizes in one run{}",
                 self.small.len(),
-                if sizes > 1 { sizes } else { 0 }
+                self.shifted,
+                if sizes > 1 { sizes } else { 0 },
+                if pairs {
+                    ", then two pairs equal as numbers, not in bits"
+                } else {
+                    ""
+                }
             ),
             ..head.clone()
         };

@@ -51,6 +51,7 @@ pub use values::compact::{
 };
 pub use values::compared::{Compared, compare_as_read};
 pub use values::element::{Element, PRESET_DTYPES, element_width};
+pub use values::equal_as_numbers::{NEGATIVE_ZEROS, OTHER_NAN_PAYLOAD, WITH_NANS};
 
 // device: the device adapter API.
 pub use device::absent::device_required;

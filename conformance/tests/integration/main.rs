@@ -12,17 +12,20 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bounded_caches;
 mod builtin_suites;
 mod capabilities;
 mod concurrent_reuse;
 mod declared_limits;
 mod download_leak;
 mod edges;
+mod equal_as_numbers;
 mod failure_invariant;
 mod generated_values;
 mod hang;
 mod hostile_outputs;
 mod in_order_stream;
+mod offset_plans;
 mod phase_memory;
 mod plain_host;
 mod pressure;

@@ -8,6 +8,7 @@ pub(crate) mod case;
 pub(crate) mod compact;
 pub(crate) mod compared;
 pub(crate) mod element;
+pub(crate) mod equal_as_numbers;
 pub(crate) mod generated;
 pub(crate) mod image_diff;
 pub(crate) mod patterns;

@@ -57,6 +57,10 @@ pub enum ValueSource {
     /// Every special value of a float dtype in both signs
     /// ([`Case::special_values`]); the recipe's shape must be its shape.
     SpecialValues,
+    /// Values of a float dtype equal as numbers across the variants the
+    /// recipe's `seed` names, not in bits: zeros of either sign, NaNs of
+    /// either payload ([`Case::equal_as_numbers`]).
+    EqualAsNumbers,
 }
 
 impl ValueSource {
@@ -198,6 +202,12 @@ impl Recipe {
             ValueSource::Seeded => self.seeded_case(dtype),
             ValueSource::Patterned => {
                 Case::patterned(dtype, self.shape.clone(), self.layout.clone())
+            }
+            ValueSource::EqualAsNumbers => {
+                Case::equal_as_numbers(dtype, self.shape.clone(), self.layout.clone(), self.seed)?
+                    .ok_or_else(|| HarnessError::InvalidCase {
+                        reason: format!("dtype {dtype:?} has no float values"),
+                    })
             }
             ValueSource::SpecialValues => match Case::special_values(dtype)? {
                 Some(case) if case.shape() == self.shape && case.layout() == &self.layout => {
