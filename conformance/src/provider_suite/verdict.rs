@@ -178,6 +178,11 @@ fn failure_text(
             }
             continue;
         };
+        // A concurrent call's message ends with its own replay lines: the
+        // schedule's, and the case alone only where it failed alone.
+        if matches!(record.origin, Origin::Concurrent { .. }) {
+            continue;
+        }
         // A row replays one run: said once, under its first failure.
         if replayed.iter().any(|seen| std::ptr::eq(*seen, *record)) {
             text.push_str("  replay: as above (the row replays its first failing run)\n");

@@ -159,6 +159,14 @@ fn a_block_taken_from_another_threads_cache_while_its_caller_holds_it_breaks_out
             text.contains("still held by the caller") && text.contains("under concurrent calls"),
             "{route}: {text}"
         );
+        // Its calls pass alone on one thread: each is replayed by its
+        // schedule only, never by a replay of the case alone.
+        assert!(
+            text.contains("replayed alone on one thread: passed")
+                && text.contains("TRANSFER_CONFORMANCE_ROUTES=")
+                && !text.contains("TRANSFER_CONFORMANCE_REPLAY="),
+            "{route}: {text}"
+        );
     }
     for route in ["careful_counting", "careful_copying"] {
         for rule in Level::V2.rules() {
