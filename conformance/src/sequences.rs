@@ -24,9 +24,9 @@
 //! A failing record replays as one run of the pair that failed (the case
 //! and its twin moved together), which meets the same state.
 
-use tenferro_transfer_harness::strategy::{Recipe, ValueSource};
+use tenferro_transfer_harness::strategy::{Recipe, ValueSource, ViewKinds};
 use tenferro_transfer_harness::{
-    Judgement, Layout, NEGATIVE_ZEROS, OTHER_NAN_PAYLOAD, Route, WITH_NANS, Watchdog,
+    Judgement, Layout, NEGATIVE_ZEROS, OTHER_NAN_PAYLOAD, Route, ViewSpec, WITH_NANS, Watchdog,
     describe_error,
 };
 
@@ -60,13 +60,17 @@ struct Dtype {
 
 /// The same view at another offset: `recipe`'s view with its first element
 /// moved by one along the first backing axis where the whole view still
-/// fits, the strides and shape unchanged. A provider that keeps a plan per
-/// layout but leaves the offset out of its key reads the old positions.
-/// `None` for an owned case, or a view that spans its backing.
+/// fits and keeps its kinds (so that it stays inside the capabilities the
+/// view itself was inside: a view without an offset is not given one), the
+/// strides and shape unchanged. A provider that keeps a plan per layout but
+/// leaves the offset out of its key reads the old positions. `None` for an
+/// owned case, or a view with no such move.
 fn shifted(recipe: &Recipe) -> Option<Recipe> {
     let Layout::View(spec) = &recipe.layout else {
         return None;
     };
+    let kinds = |spec: &ViewSpec| ViewKinds::of(&spec.shape(), &spec.strides(), spec.offset());
+    let original = kinds(spec);
     for (index, axis) in spec.axes.iter().enumerate() {
         let extent = isize::try_from(*spec.backing_shape.get(index)?).ok()?;
         let first = isize::try_from(axis.first).ok()?;
@@ -76,10 +80,12 @@ fn shifted(recipe: &Recipe) -> Option<Recipe> {
             if low + delta >= 0 && high + delta < extent {
                 let mut moved = spec.clone();
                 moved.axes[index].first = usize::try_from(first + delta).ok()?;
-                return Some(Recipe {
-                    layout: Layout::View(moved),
-                    ..recipe.clone().untwinned()
-                });
+                if kinds(&moved) == original {
+                    return Some(Recipe {
+                        layout: Layout::View(moved),
+                        ..recipe.clone().untwinned()
+                    });
+                }
             }
         }
     }
@@ -342,5 +348,61 @@ impl Dtype {
             Some(recipe) => record.with_replay(recipe),
             None => record,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenferro_tensor::DType;
+    use tenferro_transfer_harness::ViewAxis;
+    use tenferro_transfer_harness::strategy::ViewKind;
+
+    fn view(first: usize) -> Recipe {
+        Recipe::fixed(
+            DType::F32,
+            vec![2],
+            Layout::View(ViewSpec {
+                backing_shape: vec![5],
+                axes: vec![ViewAxis {
+                    first,
+                    step: 2,
+                    len: 2,
+                }],
+                permutation: Vec::new(),
+            }),
+            ValueSource::Patterned,
+        )
+    }
+
+    fn offset(recipe: &Recipe) -> usize {
+        match &recipe.layout {
+            Layout::View(spec) => spec.axes[0].first,
+            _ => panic!("a view"),
+        }
+    }
+
+    #[test]
+    fn a_view_moves_to_another_offset_only_where_it_keeps_its_kinds() {
+        // Elements 1 and 3 of five: moved to 2 and 4, still an offset.
+        let moved = shifted(&view(1)).unwrap();
+        assert_eq!(offset(&moved), 2);
+        // Elements 0 and 2: moving them would give the view an offset, a
+        // kind the capabilities may leave out; it stays where it is.
+        let kinds = |recipe: &Recipe| match &recipe.layout {
+            Layout::View(spec) => ViewKinds::of(&spec.shape(), &spec.strides(), spec.offset()),
+            _ => ViewKinds::NONE,
+        };
+        assert!(!kinds(&view(0)).contains(ViewKind::Offset));
+        assert!(shifted(&view(0)).is_none());
+        assert!(
+            shifted(&Recipe::fixed(
+                DType::F32,
+                vec![2],
+                Layout::Owned,
+                ValueSource::Patterned
+            ))
+            .is_none()
+        );
     }
 }
