@@ -18,7 +18,7 @@ use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::mock_devices::{SimStorage, sim_storage_of};
 use tenferro_transfer_conformance::prelude::*;
 
-use crate::support::blocks::counting_route;
+use crate::support::blocks::{counting_route, sim_upload};
 
 /// What the provider keeps of an output's block once the caller dropped
 /// the output.
@@ -72,12 +72,8 @@ impl TransferProvider for KeepingUpload {
 
 fn keeping(keeps: fn() -> Keeps) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
     move |route| {
-        let device = route
-            .destination()
-            .downcast::<SimDevice>()
-            .ok_or("a simulated destination")?;
         Ok(Arc::new(KeepingUpload {
-            inner: SimUpload::new(device.clone()),
+            inner: sim_upload(route)?,
             keeps: keeps(),
             calls: AtomicUsize::new(0),
             by_size: Mutex::default(),

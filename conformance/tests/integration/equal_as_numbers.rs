@@ -16,6 +16,8 @@ use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::mock_devices::{Element, sim_storage_of};
 use tenferro_transfer_conformance::prelude::*;
 
+use crate::support::blocks::sim_upload;
+
 /// How the cache compares an input with one it keeps.
 #[derive(Clone, Copy, Debug)]
 enum Equality {
@@ -95,12 +97,8 @@ impl TransferProvider for NumberCache {
 
 fn cache(equality: Equality) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
     move |route| {
-        let device = route
-            .destination()
-            .downcast::<SimDevice>()
-            .ok_or("a simulated destination")?;
         Ok(Arc::new(NumberCache {
-            inner: SimUpload::new(device.clone()),
+            inner: sim_upload(route)?,
             equality,
             kept: Mutex::default(),
         }))

@@ -15,6 +15,8 @@ use tenferro_transfer_conformance::harness::{Element, gather};
 use tenferro_transfer_conformance::mock_devices::sim_storage_of;
 use tenferro_transfer_conformance::prelude::*;
 
+use crate::support::blocks::sim_upload;
+
 /// A layout's key: shape and strides, and the offset where the key has it.
 type PlanKey = (Vec<usize>, Vec<isize>, Option<isize>);
 
@@ -69,12 +71,8 @@ impl TransferProvider for PlanCache {
 
 fn plans(offset_in_key: bool) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
     move |route| {
-        let device = route
-            .destination()
-            .downcast::<SimDevice>()
-            .ok_or("a simulated destination")?;
         Ok(Arc::new(PlanCache {
-            inner: SimUpload::new(device.clone()),
+            inner: sim_upload(route)?,
             offset_in_key,
             plans: Mutex::default(),
         }))

@@ -13,6 +13,8 @@ use tenferro_runtime::TransferRequest;
 use tenferro_tensor::Tensor;
 use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
 use tenferro_transfer_conformance::prelude::*;
+
+use crate::support::blocks::sim_upload;
 use tenferro_transfer_conformance::{BoxError, Verdict};
 
 /// Correct for its first `warm_after` calls, then one ulp off.
@@ -38,11 +40,7 @@ fn stale_after(
     warm_after: usize,
 ) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
     move |route| {
-        let device = route
-            .destination()
-            .downcast::<SimDevice>()
-            .ok_or("a simulated destination")?;
-        let correct: Arc<dyn TransferProvider> = Arc::new(SimUpload::new(device.clone()));
+        let correct: Arc<dyn TransferProvider> = Arc::new(sim_upload(route)?);
         Ok(Arc::new(WarmPoolGoesStale {
             stale: Arc::new(Broken::new(Arc::clone(&correct), vec![Fault::OneUlp])),
             correct,

@@ -3,10 +3,12 @@
 //! out again in a block the provider keeps.
 
 use tenferro_tensor::{BackendStorage, StorageBuffer, Tensor, TypedTensor};
+use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::harness::{AdapterContext, HarnessError};
 use tenferro_transfer_conformance::mock_devices::{
     Element, Kernels, SimDevice, SimStorage, sim_storage_of,
 };
+use tenferro_transfer_conformance::prelude::SimUpload;
 use tenferro_transfer_conformance::prelude::{Endpoint, Route};
 
 /// A route from the host to a simulated device that only counts its
@@ -18,6 +20,16 @@ pub fn counting_route(copying: bool) -> Result<Route, HarnessError> {
         device.set_kernels(Kernels::Copying);
     }
     Route::new(Endpoint::host("host")?, Endpoint::new(device))
+}
+
+/// The correct upload to `route`'s simulated destination, which a test's
+/// provider wraps.
+pub fn sim_upload(route: &Route) -> Result<SimUpload, BoxError> {
+    let device = route
+        .destination()
+        .downcast::<SimDevice>()
+        .ok_or("a simulated destination")?;
+    Ok(SimUpload::new(device.clone()))
 }
 
 /// `output`'s values written into `block` (a block the provider keeps and
