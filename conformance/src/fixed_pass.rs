@@ -1,13 +1,20 @@
 //! The fixed pass of one route, the one way every driver (a
 //! `ProviderSuite`'s route, the CLI's fixed suite) runs its fixed cases:
-//! each case judged inside the capabilities, its twins right after it
+//! each case judged inside the capabilities (the first of each dtype,
+//! layout and size with its input read beside the call while it runs),
+//! its twins right after it
 //! (what a provider kept from one call must not answer the next), then one
 //! state record per dtype and, where asked, the pass that holds the
 //! outputs as a caller holds them. The drivers differ only in the cases
 //! they give it, how they head the records, and which rules they keep.
 
+use std::collections::HashSet;
+
+use tenferro_tensor::DType;
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{Case, Route, Watchdog};
+
+use crate::coverage::{LayoutClass, SizeClass};
 
 use crate::held::held_pass;
 use crate::record::CaseRecord;
@@ -21,6 +28,8 @@ use crate::sequences::StatePass;
 pub(crate) struct FixedPass {
     state: StatePass,
     held: Vec<Recipe>,
+    /// The kinds of case whose input was read beside the call.
+    watched: HashSet<(DType, Vec<LayoutClass>, SizeClass)>,
 }
 
 /// The records a fixed pass ends with, after its cases' own.
@@ -41,7 +50,21 @@ impl FixedPass {
         recipe: &Recipe,
         case: &Case,
     ) -> CaseRun {
+        // A reader beside the call, on the first case of each dtype,
+        // layout and size: a borrow others may read at the same time must
+        // not change while the call runs either. (A thread and reads a
+        // call: on every case, they cost the main job a third more.)
+        let kind = (
+            case.dtype(),
+            LayoutClass::of(case),
+            SizeClass::of(case.len()),
+        );
+        let watch = self.watched.insert(kind);
+        watchdog.watch_inputs(watch);
         let run = run_case(watchdog, route, case, JudgedAs::Inside, None);
+        if watch {
+            watchdog.watch_inputs(false);
+        }
         self.state.after_fixed(watchdog, route, recipe);
         self.held.push(recipe.clone());
         run

@@ -532,5 +532,7 @@ pub fn replay(
         provider_for(provider, &route, inject)?,
         DEFAULT_DEADLINE,
     )?;
+    // Read beside the call, as the fixed pass reads its cases.
+    watchdog.watch_inputs(true);
     Ok(case_outcome(run_recipe(&mut watchdog, &route, recipe)))
 }

@@ -398,6 +398,8 @@ impl ProviderSuite {
         match parsed {
             Ok((recipe, case, outside)) => {
                 let head = self.case_head(set_up.name, &set_up.label, &case);
+                // Read beside the call, as the fixed pass reads its cases.
+                set_up.watchdog.watch_inputs(true);
                 let run = match &outside {
                     Some(outside) => run_case(
                         &mut set_up.watchdog,

@@ -25,6 +25,7 @@ mod generated_values;
 mod hang;
 mod hostile_outputs;
 mod in_order_stream;
+mod input_in_flight;
 mod offset_plans;
 mod phase_memory;
 mod plain_host;

@@ -105,9 +105,9 @@ macro_rules! __rule_catalogue {
             },
             InputIntact input_intact "input-intact" V2 "The input, a borrow, is unchanged by the transfer." {
                 abbreviation: "ii",
-                statement: "The transfer leaves its input as it found it: every byte of the input's backing storage, a view's gaps included, is the same after the call as before.",
+                statement: "The transfer leaves its input as it found it: every byte of the input's backing storage, a view's gaps included, is the same after the call as before, and does not change while the call runs (others may read a borrow meanwhile).",
                 origin: "TransferRequest (runtime/transfer.rs): \"Borrowed request passed to a TransferProvider\"; the input is a TensorRead, a borrow the caller still owns",
-                method: "The rig reads the input's whole backing storage (a view's gaps too) through the source before the call, again as soon as the provider returns, and again after the output was read and dropped; any changed byte is a violation naming the first changed element. Not checked where the source cannot be read back.",
+                method: "The rig reads the input's whole backing storage (a view's gaps too) through the source before the call, again as soon as the provider returns, and again after the output was read and dropped; on the first fixed case of each dtype, layout and size (and a replayed case), a thread beside the call also reads it over and over while the call runs. Any changed byte is a violation naming the first changed element. Not checked where the source cannot be read back; the reads beside a call see a change only while the reader gets a core, so they can miss one, never invent one.",
             },
             OutputStable output_stable "output-stable" V2 "An output keeps its bytes as long as the caller holds it." {
                 abbreviation: "os",

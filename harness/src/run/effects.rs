@@ -28,6 +28,11 @@ pub struct InputReads {
     /// After the output was read and dropped; `None` when there was
     /// nothing read before the call to compare with.
     pub after_drop: Option<Compared>,
+    /// By a reader beside the call, while it was in flight (where the rig
+    /// was asked to, [`Rig::watch_inputs`](crate::Rig::watch_inputs)): the
+    /// first read that differed, or `Same`; `None` when nothing was read
+    /// in flight.
+    pub in_flight: Option<Compared>,
 }
 
 impl InputReads {
@@ -39,6 +44,7 @@ impl InputReads {
             },
             after_return: None,
             after_drop: None,
+            in_flight: None,
         }
     }
 }

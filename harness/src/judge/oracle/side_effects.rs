@@ -53,7 +53,8 @@ pub(super) fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
 }
 
 /// `input-intact`: the input's backing, read before the call, right after
-/// it and after the output was dropped, must not change.
+/// it and after the output was dropped, and beside the call where it was
+/// read so, must not change.
 pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mut Judgement) {
     let before = match &reads.before {
         crate::InputBefore::NotReadable { reason } => {
@@ -75,6 +76,10 @@ pub(super) fn check_input(case: &Case, reads: &crate::InputReads, judgement: &mu
     for (when, read) in [
         ("as soon as the provider returned", &reads.after_return),
         ("after the output was read and dropped", &reads.after_drop),
+        (
+            "beside the call while it was in flight (and put back before the call returned; but others may read a borrow meanwhile)",
+            &reads.in_flight,
+        ),
     ] {
         let Some(read) = read else { continue };
         match read {

@@ -35,6 +35,9 @@ impl Rig {
         let after_return = call
             .first_mut()
             .and_then(|call| call.input_after_return.take());
+        let in_flight = call
+            .first_mut()
+            .and_then(|call| call.input_in_flight.take());
         Outcome {
             runtime,
             calls: call,
@@ -46,6 +49,7 @@ impl Rig {
                 before: before_read,
                 after_return,
                 after_drop: after_read,
+                in_flight,
             },
             held: if last { ended.held.clone() } else { None },
             holds_values_of,

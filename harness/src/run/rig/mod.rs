@@ -231,6 +231,32 @@ impl Rig {
         self.plans.set_limit(limit);
     }
 
+    /// Read each later call's borrowed input on a thread beside the call,
+    /// over and over for as long as the call is in flight, or stop
+    /// (`false`, as a rig starts): `input-intact` then also fails a
+    /// provider that writes into its input and puts it back before it
+    /// returns, which a reader of the same input at the same time (another
+    /// transfer of it, an engine) would have seen changed. Each watched
+    /// call costs a thread and reads of the whole input; the reads after
+    /// the call are made either way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// rig.watch_inputs(true);
+    /// let case = Case::from_values(vec![3], vec![1.0_f32, -0.0, 2.5]).unwrap();
+    /// let outcome = rig.run(&case).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &outcome).passed());
+    /// ```
+    pub fn watch_inputs(&mut self, watch: bool) {
+        self.spy.watch_inputs(watch);
+    }
+
     /// The event domains the runtime assigned to (source, destination).
     pub fn event_domains(&self) -> (EventDomainId, EventDomainId) {
         self.event_domains

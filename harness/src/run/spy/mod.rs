@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use crate::run::effects::reread_backing;
 use crate::values::compared::Reference;
 use crate::{Endpoint, source_chain};
 
+mod in_flight;
 mod returned;
 
 pub use returned::{ReturnedTensor, StoragePanic};
@@ -131,6 +133,7 @@ pub enum ProviderResult {
 
 /// One call of the provider.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SpyRecord {
     /// What was asked.
     pub request: RequestRecord,
@@ -141,6 +144,11 @@ pub struct SpyRecord {
     /// call as it was read (`None` when the Spy was not told the source or
     /// what the input held, or the call never returned).
     pub input_after_return: Option<Compared>,
+    /// The borrowed input as a reader beside the call saw it while the call
+    /// was in flight (only where the rig asked for one,
+    /// [`Rig::watch_inputs`](crate::Rig::watch_inputs)): `Same`, or the
+    /// first image that differed; `None` when nothing was read in flight.
+    pub input_in_flight: Option<Compared>,
     /// Whether the destination's accounting (its ledger, or its counts
     /// where the route uses them) showed an allocation made during the
     /// call and alive at its return: the output it was handed. `None` where
@@ -184,6 +192,9 @@ pub struct Spy {
     expected: Mutex<RunExpectations>,
     in_flight: Mutex<Option<Arc<RequestRecord>>>,
     stage: Mutex<Option<&'static str>>,
+    /// Whether a reader beside each call reads the input while the call is
+    /// in flight ([`Spy::watch_inputs`]).
+    watching: AtomicBool,
 }
 
 impl Spy {
@@ -198,6 +209,7 @@ impl Spy {
             expected: Mutex::new(RunExpectations::default()),
             in_flight: Mutex::new(None),
             stage: Mutex::new(None),
+            watching: AtomicBool::new(false),
         }
     }
 
@@ -263,6 +275,14 @@ impl Spy {
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = request;
+    }
+
+    /// From now on, read each call's input on a thread beside the call
+    /// for as long as the call is in flight ([`SpyRecord::input_in_flight`]),
+    /// or stop (`false`, as a Spy starts). Only a Spy that knows its route's
+    /// source ([`Spy::on_route`]) can read the input.
+    pub fn watch_inputs(&self, watch: bool) {
+        self.watching.store(watch, Ordering::Relaxed);
     }
 
     /// What the calls of the next run are expected to read, in the order
@@ -382,6 +402,39 @@ fn device_error_in(error: &(dyn std::error::Error + 'static)) -> Option<DeviceEr
     None
 }
 
+/// What the provider under test's call returned (or its panic), and what
+/// a reader beside it saw of the input, where the Spy reads one.
+type InnerCall = (
+    std::thread::Result<tenferro_runtime::Result<Tensor>>,
+    Option<Compared>,
+);
+
+impl Spy {
+    /// Call the provider under test with `request`, catching its panic, and
+    /// with a reader beside the call where the Spy is watching inputs
+    /// ([`Spy::watch_inputs`]) and knows what `input` held.
+    fn call_inner(
+        &self,
+        request: TransferRequest<'_>,
+        input: &TensorRead<'_>,
+        expected: &Expected,
+    ) -> InnerCall {
+        let inner = Arc::clone(&self.inner.read().unwrap_or_else(PoisonError::into_inner));
+        let call = || catch_unwind(AssertUnwindSafe(|| inner.transfer_blocking(request)));
+        let watched = self
+            .source
+            .as_ref()
+            .zip(expected.input.as_ref())
+            .filter(|_| self.watching.load(Ordering::Relaxed));
+        match watched {
+            Some((source, before)) => {
+                in_flight::read_beside(source, input, before.expected(), call)
+            }
+            None => (call(), None),
+        }
+    }
+}
+
 impl TransferProvider for Spy {
     fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
         let asked = Arc::new(RequestRecord::of(&request));
@@ -396,8 +449,7 @@ impl TransferProvider for Spy {
             .as_ref()
             .map(|destination| Sample::of(destination, self.counts_memory))
             .filter(Sample::accounts);
-        let inner = Arc::clone(&self.inner.read().unwrap_or_else(PoisonError::into_inner));
-        let result = catch_unwind(AssertUnwindSafe(|| inner.transfer_blocking(request)));
+        let (result, input_in_flight) = self.call_inner(request, &input, &expected);
         // The borrowed input, read again before anything else runs, and
         // compared with what it held as it is read.
         let input_after_return = self
@@ -418,6 +470,7 @@ impl TransferProvider for Spy {
                 request,
                 result,
                 input_after_return,
+                input_in_flight,
                 destination_saw_output,
             });
         };

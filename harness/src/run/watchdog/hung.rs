@@ -96,6 +96,7 @@ impl Watchdog {
                                 None => ProviderResult::TimedOut { limit },
                             },
                             input_after_return: None,
+                            input_in_flight: None,
                             destination_saw_output: None,
                         })
                         .into_iter()

@@ -123,6 +123,9 @@ pub struct Watchdog {
     keeping: Option<usize>,
     /// The most plans a rig keeps ([`Watchdog::keep_plans`]).
     plan_limit: usize,
+    /// Whether the rig reads each input beside its call
+    /// ([`Watchdog::watch_inputs`]).
+    watching: bool,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -159,6 +162,7 @@ impl Watchdog {
             lost_workers: 0,
             keeping: None,
             plan_limit: DEFAULT_PLAN_LIMIT,
+            watching: false,
         })
     }
 
@@ -197,6 +201,7 @@ impl Watchdog {
             lost_workers: 0,
             keeping: None,
             plan_limit: DEFAULT_PLAN_LIMIT,
+            watching: false,
         })
     }
 
@@ -246,6 +251,19 @@ impl Watchdog {
         }
         if let Some(worker) = &self.worker {
             let _ = worker.jobs.send(job);
+        }
+    }
+
+    /// Read each later call's input beside the call while it is in flight,
+    /// or stop ([`Rig::watch_inputs`]), in a worker started after a hang
+    /// too.
+    pub fn watch_inputs(&mut self, watch: bool) {
+        self.watching = watch;
+        if let Some(rig) = &mut self.inline {
+            rig.watch_inputs(watch);
+        }
+        if let Some(worker) = &self.worker {
+            worker.spy.watch_inputs(watch);
         }
     }
 
@@ -472,6 +490,7 @@ impl Watchdog {
         if self.plan_limit != DEFAULT_PLAN_LIMIT {
             let _ = worker.jobs.send(Job::KeepPlans(self.plan_limit));
         }
+        worker.spy.watch_inputs(self.watching);
         Ok(worker)
     }
 
