@@ -101,6 +101,11 @@ fn memory_that_comes_back_to_its_level_or_stops_rising_is_kept_and_a_leak_is_not
             keeping(|| Keeps::DeferredBy(8)),
         )
         .route(
+            "deferred_by_28",
+            || counting_route(false),
+            keeping(|| Keeps::DeferredBy(28)),
+        )
+        .route(
             "keeps_everything",
             || counting_route(false),
             keeping(|| Keeps::Everything),
@@ -109,7 +114,12 @@ fn memory_that_comes_back_to_its_level_or_stops_rising_is_kept_and_a_leak_is_not
         .profile(Profile::Quick)
         .seed(9);
     let report = suite.run();
-    for route in ["trimmed_every_7", "trimmed_every_4", "deferred_by_8"] {
+    for route in [
+        "trimmed_every_7",
+        "trimmed_every_4",
+        "deferred_by_8",
+        "deferred_by_28",
+    ] {
         let verdict = suite.check(&report, route, Rule::NoLeak);
         assert!(verdict.is_pass(), "{route}: {verdict:?}");
     }
