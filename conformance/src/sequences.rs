@@ -15,7 +15,10 @@
 //! - **views at another offset**: right after each small view, the same
 //!   view (shape and strides) with its first element moved by one; a
 //!   provider that keeps a plan per layout without the offset in its key
-//!   reads the old positions;
+//!   reads the old positions; and for the first two views of a dtype, the
+//!   pair again over one backing of seeded bits, so that both are staged
+//!   from the same bytes: a cache that knows an input by its backing's
+//!   bytes alone answers the second from the first;
 //! - **inputs equal as numbers, not in bits** (float dtypes): a pair whose
 //!   zeros differ in sign, and a pair whose NaNs differ in payload, each
 //!   second input right after the first; a cache that compares inputs with
@@ -43,6 +46,13 @@ const MIXED_INPUTS: usize = 4;
 /// The seeds of a case's two twins: right after it, and after the next.
 const TWIN_SEEDS: [u64; 2] = [0x7477_696e, 0x0061_6674_6572];
 
+/// The seed of the bits filling the backing that two views of a dtype
+/// read at two offsets.
+const WHOLE_BACKING_SEED: u64 = 0x0062_6163_6b69_6e67;
+
+/// How many small views of a dtype are also moved twice over one backing.
+const SAME_BACKING_VIEWS: usize = 2;
+
 /// What one dtype's twins and run of mixed sizes found.
 #[derive(Default)]
 struct Dtype {
@@ -56,6 +66,8 @@ struct Dtype {
     replay: Option<Recipe>,
     /// Views moved again at another offset.
     shifted: usize,
+    /// Views moved again at another offset over the same backing bytes.
+    same_backing: usize,
 }
 
 /// The same view at another offset: `recipe`'s view with its first element
@@ -90,6 +102,21 @@ fn shifted(recipe: &Recipe) -> Option<Recipe> {
         }
     }
     None
+}
+
+/// `recipe`'s view and `shifted`'s, both over one backing of seeded bits.
+fn over_one_backing(recipe: &Recipe, shifted: &Recipe) -> (Recipe, Recipe) {
+    let first = Recipe {
+        values: ValueSource::WholeBacking,
+        seed: WHOLE_BACKING_SEED,
+        specials: 0,
+        ..recipe.clone().untwinned()
+    };
+    let second = Recipe {
+        layout: shifted.layout.clone(),
+        ..first.clone()
+    };
+    (first, second)
 }
 
 /// The twins of a route's fixed cases, run as the fixed cases run, and the
@@ -158,6 +185,10 @@ impl StatePass {
                 ),
                 recipe.clone().moved_with(vec![shifted.clone()]),
             );
+            if dtype.same_backing < SAME_BACKING_VIEWS {
+                dtype.same_backing += 1;
+                dtype.over_one_backing(watchdog, route, recipe, &shifted);
+            }
         }
         if let Some(previous) = dtype.small.last().cloned() {
             let late = previous.twin(TWIN_SEEDS[1]);
@@ -194,6 +225,38 @@ impl StatePass {
 }
 
 impl Dtype {
+    /// `recipe`'s view over a backing of seeded bits, then the same view
+    /// at `shifted`'s offset over the same bytes, right after it: a
+    /// provider that knows an input by its backing's bytes, not by where
+    /// the view lies in them, answers the second from the first.
+    fn over_one_backing(
+        &mut self,
+        watchdog: &mut Watchdog,
+        route: &Route,
+        recipe: &Recipe,
+        shifted: &Recipe,
+    ) {
+        let (first, second) = over_one_backing(recipe, shifted);
+        self.run(
+            watchdog,
+            route,
+            &first,
+            &format!("{} over a backing of seeded bits", words(recipe)),
+            first.clone(),
+        );
+        self.run(
+            watchdog,
+            route,
+            &second,
+            &format!(
+                "{} at another offset ({}) over the same backing bytes, right after it",
+                words(recipe),
+                shifted.layout.label()
+            ),
+            first.moved_with(vec![second.clone()]),
+        );
+    }
+
     /// For a float dtype, two pairs of its first small case of at least
     /// four elements, each the second one moved right after the first, in
     /// runs of their own: equal as numbers and not in bits, by the sign of
@@ -327,9 +390,10 @@ impl Dtype {
         let head = RowHead {
             dtype: self.name.clone(),
             layout: format!(
-                "state: {} cases each followed by its twin and by another after the next case, {} views at another offset, and {} sizes in one run{}",
+                "state: {} cases each followed by its twin and by another after the next case, {} views at another offset ({} over the same backing bytes), and {} sizes in one run{}",
                 self.small.len(),
                 self.shifted,
+                self.same_backing,
                 if sizes > 1 { sizes } else { 0 },
                 if pairs {
                     ", then two pairs equal as numbers, not in bits"
@@ -404,5 +468,21 @@ mod tests {
             ))
             .is_none()
         );
+    }
+
+    #[test]
+    fn a_view_and_the_view_at_another_offset_over_one_backing_share_its_bytes_not_their_values() {
+        let recipe = view(1);
+        let (first, second) = over_one_backing(&recipe, &shifted(&recipe).unwrap());
+        let (first, second) = (first.case().unwrap(), second.case().unwrap());
+        assert_eq!(
+            first.backing_values::<f32>(),
+            second.backing_values::<f32>()
+        );
+        assert_ne!(first.values(), second.values());
+        assert_ne!(first.layout(), second.layout());
+        // A twin of a whole backing would no longer be that backing.
+        let (whole, _) = over_one_backing(&recipe, &recipe);
+        assert!(whole.twin(1).case().is_err());
     }
 }

@@ -42,7 +42,7 @@ impl TransferProvider for FlippingDownload {
         flip_in_place(input);
         let sent = self.inner.transfer_blocking(request);
         // Waits for the device to take the bytes, its input still changed.
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
         flip_in_place(input);
         let sent = sent?;
         let values: Vec<f32> = sent
@@ -86,14 +86,18 @@ fn a_download_that_writes_its_input_and_puts_it_back_fails_input_intact() {
         text.contains("beside the call while it was in flight"),
         "{text}"
     );
-    // The replay line reads beside the call too: the case fails again.
+    // The replay line reads beside the call too: the case fails again
+    // (once in a few tries: on a machine whose cores the other tests keep
+    // busy, the reader may be given none while the provider waits).
     let json = text
         .split("TRANSFER_CONFORMANCE_REPLAY='")
         .nth(1)
         .and_then(|rest| rest.split('\'').next())
         .unwrap();
-    let replayed = suite.replay(json);
-    assert_eq!(replayed.summary().failed, 1, "{}", replayed.to_table());
+    assert!(
+        (0..5).any(|_| suite.replay(json).summary().failed == 1),
+        "the replay of {json} never failed"
+    );
     // The output is right and the input is put back: no other rule fails.
     for rule in Level::V2.rules() {
         if *rule != Rule::InputIntact {

@@ -12,6 +12,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod backing_cache;
 mod bounded_caches;
 mod builtin_suites;
 mod capabilities;

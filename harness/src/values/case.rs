@@ -193,6 +193,10 @@ pub struct Case {
     /// past [`HELD_UP_TO_BYTES`] of seeded or patterned values holds none:
     /// they are made from the seed or the pattern where they are needed.
     values: Reference,
+    /// A view's whole backing, where it was given whole
+    /// ([`Case::view_of_backing`]); `None`: the values at their positions
+    /// and a filler elsewhere ([`Case::backing_values`]).
+    backing: Option<Arc<[u8]>>,
 }
 
 impl std::hash::Hash for Case {
@@ -204,6 +208,7 @@ impl std::hash::Hash for Case {
         // compares their bytes either way.
         state.write_usize(self.expected().byte_len());
         self.value_chunks().for_each(|part| state.write(&part));
+        self.backing.hash(state);
     }
 }
 
@@ -245,6 +250,7 @@ impl Case {
             shape,
             layout,
             values: Reference::Held(values.into()),
+            backing: None,
         })
     }
 
@@ -272,6 +278,7 @@ impl Case {
             shape,
             layout,
             values: Reference::Generated(Arc::new(generated)),
+            backing: None,
         })
     }
 
@@ -312,6 +319,75 @@ impl Case {
             }
         }
         Ok(())
+    }
+
+    /// A view case whose backing is given whole: `backing` holds the
+    /// little-endian images of every element of `spec`'s backing tensor,
+    /// column-major, and the case's values are those the view reads there.
+    /// Two views of one backing at other offsets (or with other strides)
+    /// are staged from the same bytes, and read different values: a
+    /// provider that knows an input by its backing's bytes alone answers
+    /// the second from the first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Case::new`], and for a `backing` that is not the view's
+    /// backing tensor's size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_tensor::DType;
+    /// use tenferro_transfer_harness::{Case, ViewAxis, ViewSpec};
+    ///
+    /// let backing: Vec<u8> = [1.0_f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// let view = |first| ViewSpec {
+    ///     backing_shape: vec![4],
+    ///     axes: vec![ViewAxis { first, step: 1, len: 3 }],
+    ///     permutation: vec![],
+    /// };
+    /// let left = Case::view_of_backing(DType::F32, view(0), backing.clone()).unwrap();
+    /// let right = Case::view_of_backing(DType::F32, view(1), backing).unwrap();
+    /// assert_eq!(left.backing_values::<f32>(), right.backing_values::<f32>());
+    /// assert_eq!(right.typed_values::<f32>(), vec![2.0, 3.0, 4.0]);
+    /// ```
+    pub fn view_of_backing(
+        dtype: DType,
+        spec: ViewSpec,
+        backing: Vec<u8>,
+    ) -> Result<Self, HarnessError> {
+        let invalid = |reason: String| HarnessError::InvalidCase { reason };
+        let shape = spec.shape();
+        let layout = Layout::View(spec);
+        Self::check_layout(&shape, &layout)?;
+        let Layout::View(spec) = &layout else {
+            unreachable!("a view was built just above");
+        };
+        let width = element_width(dtype).ok_or_else(|| {
+            invalid(format!(
+                "dtype {dtype:?} is not one of the seven preset dtypes"
+            ))
+        })?;
+        if backing.len() != spec.backing_len() * width {
+            return Err(invalid(format!(
+                "backing {:?} holds {} bytes of {dtype:?} but {} were given",
+                spec.backing_shape,
+                spec.backing_len() * width,
+                backing.len()
+            )));
+        }
+        if dtype == DType::Bool && backing.iter().any(|byte| *byte > 1) {
+            return Err(invalid(
+                "a Bool backing holds a byte that is neither 0x00 nor 0x01".to_owned(),
+            ));
+        }
+        let mut values = Vec::with_capacity(shape.iter().product::<usize>() * width);
+        for position in spec.positions() {
+            values.extend_from_slice(&backing[position * width..(position + 1) * width]);
+        }
+        let mut case = Self::new(dtype, shape, layout, values)?;
+        case.backing = Some(backing.into());
+        Ok(case)
     }
 
     /// An owned case from typed values.
@@ -469,7 +545,11 @@ impl Case {
     /// The backing buffer of a view case: the logical values at their
     /// strided positions, and a filler that differs from them everywhere
     /// else, so a copy that ignores strides or offset reads wrong bits.
+    /// A backing given whole ([`Case::view_of_backing`]) is that backing.
     pub fn backing_values<T: Element + Filler>(&self) -> Vec<T> {
+        if let Some(backing) = &self.backing {
+            return T::from_bytes(backing);
+        }
         let values = self.typed_values::<T>();
         match &self.layout {
             Layout::Owned => values,

@@ -61,6 +61,12 @@ pub enum ValueSource {
     /// recipe's `seed` names, not in bits: zeros of either sign, NaNs of
     /// either payload ([`Case::equal_as_numbers`]).
     EqualAsNumbers,
+    /// Seeded bits (the recipe's `seed` and `specials`) over the whole
+    /// backing of a view, which the view reads where it lies
+    /// ([`Case::view_of_backing`]): views of one backing shape and seed at
+    /// other offsets are staged from the same bytes. An owned layout: as
+    /// `Seeded`. Held whole, so at most 256 KiB of backing; no twin.
+    WholeBacking,
 }
 
 impl ValueSource {
@@ -98,6 +104,9 @@ impl Recipe {
         let case = self.untwinned_case()?;
         match self.twin {
             None => Ok(case),
+            Some(_) if self.values == ValueSource::WholeBacking => Err(HarnessError::InvalidCase {
+                reason: "a view over a whole backing has no twin".to_owned(),
+            }),
             Some(seed) => case.twinned(seed),
         }
     }
@@ -203,6 +212,7 @@ impl Recipe {
             ValueSource::Patterned => {
                 Case::patterned(dtype, self.shape.clone(), self.layout.clone())
             }
+            ValueSource::WholeBacking => self.whole_backing_case(dtype),
             ValueSource::EqualAsNumbers => {
                 Case::equal_as_numbers(dtype, self.shape.clone(), self.layout.clone(), self.seed)?
                     .ok_or_else(|| HarnessError::InvalidCase {
@@ -224,6 +234,40 @@ impl Recipe {
                 }),
             },
         }
+    }
+
+    /// The case of [`ValueSource::WholeBacking`]: a view over seeded bits
+    /// filling its whole backing.
+    fn whole_backing_case(&self, dtype: DType) -> Result<Case, HarnessError> {
+        let Layout::View(spec) = &self.layout else {
+            return self.seeded_case(dtype);
+        };
+        let invalid = |reason: String| HarnessError::InvalidCase { reason };
+        if spec.shape() != self.shape {
+            return Err(invalid(format!(
+                "view shape {:?} differs from case shape {:?}",
+                spec.shape(),
+                self.shape
+            )));
+        }
+        let width = crate::element_width(dtype)
+            .ok_or_else(|| invalid(format!("dtype {dtype:?} is not a preset dtype")))?;
+        let count = spec
+            .backing_shape
+            .iter()
+            .try_fold(1_usize, |count, &extent| count.checked_mul(extent))
+            .filter(|count| count.checked_mul(width).is_some_and(|bytes| bytes <= HELD_UP_TO_BYTES))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "a whole backing is held: {:?} of {dtype:?} is more than {HELD_UP_TO_BYTES} bytes",
+                    spec.backing_shape
+                ))
+            })?;
+        let generated = Generated::seeded(dtype, count, self.seed, self.specials)
+            .ok_or_else(|| invalid(format!("dtype {dtype:?} is not a preset dtype")))?;
+        let mut backing = Vec::with_capacity(generated.byte_len());
+        generated.fill(0, count, &mut backing);
+        Case::view_of_backing(dtype, spec.clone(), backing)
     }
 
     /// The recipe of a fixed case: `dtype`, `shape` and `layout` with the
