@@ -41,15 +41,78 @@ pub(super) fn check_leaks(leaks: &LeakCheck, judgement: &mut Judgement) {
         );
     }
     for leak in found {
-        if let crate::Leak::Growth { endpoint, growth } = leak {
+        if let crate::Leak::Growth {
+            endpoint,
+            growth,
+            repeated,
+            ..
+        } = leak
+        {
             judgement.violate(
                 Rule::NoLeak,
                 format!(
-                    "the memory in use on {endpoint}, as the device counts it, grew by {growth} over the case and stayed grown after its tensors were dropped and the device settled"
+                    "the memory in use on {endpoint}, as the device counts it, grew by {growth} over the case and stayed grown after its tensors were dropped and the device settled{}",
+                    repetition_profile(repeated)
                 ),
             );
         }
     }
+}
+
+/// Where the memory stood after each repetition of a case that leaked, in
+/// words: `; the case was run 12 more times to tell memory a provider
+/// keeps from a leak, and after each it stood at +2 +3 +4 (×2) allocation(s)
+/// above where it was before the case`. Empty when it was not repeated.
+fn repetition_profile(repeated: &[crate::MemoryGrowth]) -> String {
+    let series = |pick: fn(&crate::MemoryGrowth) -> Option<i64>, unit: &str| {
+        let values: Option<Vec<i64>> = repeated.iter().map(pick).collect();
+        values.map(|values| format!("{} {unit}", runs(&values)))
+    };
+    let parts: Vec<String> = [
+        series(|growth| growth.allocations, "allocation(s)"),
+        series(|growth| growth.bytes, "bytes"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if repeated.is_empty() || parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; the case was run {} more times to tell memory a provider keeps from a leak, and after each it stood at {} above where it was before the case",
+        repeated.len(),
+        parts.join(", and ")
+    )
+}
+
+/// `+1 +2 +2 +2 +3` as `+1 +2 (×3) +3`, and a rise by the same step over
+/// four or more repetitions as `+2 to +49 (+1 each)`.
+fn runs(values: &[i64]) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut index = 0;
+    while let Some(&value) = values.get(index) {
+        let same = values[index..]
+            .iter()
+            .take_while(|other| **other == value)
+            .count();
+        let step = values.get(index + 1).map_or(0, |next| next - value);
+        let stepped = 1 + values[index..]
+            .windows(2)
+            .take_while(|pair| pair[1] - pair[0] == step)
+            .count();
+        if same > 1 {
+            words.push(format!("{value:+} (×{same})"));
+            index += same;
+        } else if stepped >= 4 {
+            let last = values[index + stepped - 1];
+            words.push(format!("{value:+} to {last:+} ({step:+} each)"));
+            index += stepped;
+        } else {
+            words.push(format!("{value:+}"));
+            index += 1;
+        }
+    }
+    words.join(" ")
 }
 
 /// `input-intact`: the input's backing, read before the call, right after
@@ -160,5 +223,37 @@ fn changed_message(changed: &crate::ChangedOutput) -> String {
             "the output of case {}, still held by the caller, had changed when it was read at the end of the route: {}",
             changed.case, changed.difference
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemoryGrowth;
+
+    fn counted(allocations: i64, bytes: Option<i64>) -> MemoryGrowth {
+        MemoryGrowth {
+            allocations: Some(allocations),
+            bytes,
+        }
+    }
+
+    #[test]
+    fn a_leak_repeated_says_where_its_memory_stood_after_each_repetition() {
+        let repeated = [1, 2, 2, 2, 3].map(|count| counted(count, Some(count * 64)));
+        assert_eq!(
+            repetition_profile(&repeated),
+            "; the case was run 5 more times to tell memory a provider keeps from a leak, and after each it stood at +1 +2 (×3) +3 allocation(s), and +64 +128 (×3) +192 bytes above where it was before the case"
+        );
+        let rising: Vec<MemoryGrowth> = (2..50).map(|count| counted(count, None)).collect();
+        assert!(
+            repetition_profile(&rising)
+                .contains("stood at +2 to +49 (+1 each) allocation(s) above"),
+            "{}",
+            repetition_profile(&rising)
+        );
+        // Counts without bytes name the allocations alone.
+        assert!(!repetition_profile(&[counted(1, None)]).contains("bytes"));
+        assert_eq!(repetition_profile(&[]), "");
     }
 }

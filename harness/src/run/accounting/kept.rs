@@ -157,6 +157,7 @@ pub(crate) fn kept_or_leaked(
     };
     let mut previous = settled();
     let mut peak = Peak::of(&previous);
+    let mut profile: [Vec<MemoryGrowth>; 2] = [Vec::new(), Vec::new()];
     let mut filling = Filling::default();
     let mut growing = false;
     let mut last_rise = 0;
@@ -165,6 +166,9 @@ pub(crate) fn kept_or_leaked(
         repeat += 1;
         again();
         let now = settled();
+        for ((profile, now), before) in profile.iter_mut().zip(&now).zip(before) {
+            profile.push(net_growth(now, before));
+        }
         filling.note(grew(&now, &previous));
         if peak.rises_to(&now) {
             last_rise = repeat;
@@ -198,12 +202,42 @@ pub(crate) fn kept_or_leaked(
         );
     }
     if growing {
-        return LeakCheck::Checked(leaks);
+        return LeakCheck::Checked(with_profile(leaks, &endpoints, profile));
     }
     if filling.may_fill() {
         route.note_filling(filling.grown);
     }
     kept_memory(&endpoints, &previous, before)
+}
+
+/// `leaks`, each growth with where its endpoint's memory stood after each
+/// repetition (`profile`, one per endpoint of `endpoints`).
+fn with_profile(
+    leaks: Vec<Leak>,
+    endpoints: &[&Endpoint; 2],
+    profile: [Vec<MemoryGrowth>; 2],
+) -> Vec<Leak> {
+    leaks
+        .into_iter()
+        .map(|leak| match leak {
+            Leak::Growth {
+                endpoint, growth, ..
+            } => {
+                let repeated = endpoints
+                    .iter()
+                    .zip(&profile)
+                    .find(|(known, _)| known.name() == endpoint)
+                    .map(|(_, profile)| profile.clone())
+                    .unwrap_or_default();
+                Leak::Growth {
+                    endpoint,
+                    growth,
+                    repeated,
+                }
+            }
+            other => other,
+        })
+        .collect()
 }
 
 /// Decide what a phase of many calls whose accounting found `leaks` left

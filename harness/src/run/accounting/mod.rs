@@ -80,12 +80,29 @@ pub enum Leak {
     Allocation(LeakedAllocation),
     /// The device's count of memory in use grew over the case and stayed
     /// grown after its tensors were dropped and the device settled.
+    #[non_exhaustive]
     Growth {
         /// The endpoint's name.
         endpoint: String,
         /// How much it grew.
         growth: MemoryGrowth,
+        /// Where the memory in use stood, from where it was before the
+        /// case, after each repetition of the case that judged it (empty:
+        /// not repeated), so a failure shows how it rose.
+        repeated: Vec<MemoryGrowth>,
     },
+}
+
+impl Leak {
+    /// A device's count of memory in use that grew by `growth` on
+    /// `endpoint`, not repeated.
+    pub fn growth(endpoint: impl Into<String>, growth: MemoryGrowth) -> Self {
+        Leak::Growth {
+            endpoint: endpoint.into(),
+            growth,
+            repeated: Vec::new(),
+        }
+    }
 }
 
 impl fmt::Display for Leak {
@@ -94,7 +111,9 @@ impl fmt::Display for Leak {
             Leak::Allocation(leaked) => {
                 write!(formatter, "{} on {}", leaked.allocation, leaked.endpoint)
             }
-            Leak::Growth { endpoint, growth } => write!(
+            Leak::Growth {
+                endpoint, growth, ..
+            } => write!(
                 formatter,
                 "memory in use on {endpoint} grew by {growth} and stayed grown"
             ),
@@ -204,10 +223,7 @@ pub(crate) fn judge_endpoint(case: &CaseOnEndpoint<'_>, counted: bool) -> Findin
     // come back (no leak), never as a leak.
     let growth = now.growth_since(&before);
     if growth.grew() {
-        Finding::Checked(vec![Leak::Growth {
-            endpoint: endpoint.name().to_owned(),
-            growth,
-        }])
+        Finding::Checked(vec![Leak::growth(endpoint.name(), growth)])
     } else {
         Finding::Checked(Vec::new())
     }
