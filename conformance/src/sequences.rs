@@ -22,7 +22,10 @@
 //! - **inputs equal as numbers, not in bits** (float dtypes): a pair whose
 //!   zeros differ in sign, and a pair whose NaNs differ in payload, each
 //!   second input right after the first; a cache that compares inputs with
-//!   `==` answers the second from the first.
+//!   `==` answers the second from the first;
+//! - **zeros after values**: the dtype's largest small case, then the same
+//!   case with every element zero; a provider that skips sending zeros
+//!   into memory it takes for zeroed hands back a reused block's values.
 //!
 //! A failing record replays as one run of the pair that failed (the case
 //! and its twin moved together), which meets the same state.
@@ -257,6 +260,46 @@ impl Dtype {
         );
     }
 
+    /// The dtype's largest small case (an owned one where there is one),
+    /// then the same case with every element zero, in runs of their own:
+    /// a provider that skips sending zeros (into memory it assumes zeroed)
+    /// hands back a reused block's old values. Whether it ran.
+    fn zeros_after_values(&mut self, watchdog: &mut Watchdog, route: &Route) -> bool {
+        let largest = |owned: bool| {
+            self.small
+                .iter()
+                .filter(|recipe| !owned || matches!(recipe.layout, Layout::Owned))
+                .max_by_key(|recipe| recipe.shape.iter().product::<usize>())
+                .cloned()
+        };
+        let Some(values) = largest(true).or_else(|| largest(false)) else {
+            return false;
+        };
+        let values = values.untwinned();
+        let zeros = Recipe {
+            values: ValueSource::Zeros,
+            ..values.clone()
+        };
+        self.run(
+            watchdog,
+            route,
+            &values,
+            &format!("{}, before zeros of its size", words(&values)),
+            values.clone(),
+        );
+        self.run(
+            watchdog,
+            route,
+            &zeros,
+            &format!(
+                "{} of zeros, right after values of its size",
+                words(&values)
+            ),
+            values.moved_with(vec![zeros.clone()]),
+        );
+        true
+    }
+
     /// For a float dtype, two pairs of its first small case of at least
     /// four elements, each the second one moved right after the first, in
     /// runs of their own: equal as numbers and not in bits, by the sign of
@@ -380,6 +423,7 @@ impl Dtype {
             );
         }
         let pairs = self.equal_as_numbers(watchdog, route);
+        let zeros = self.zeros_after_values(watchdog, route);
         let judged = match (self.not_run, self.parts.is_empty()) {
             (Some(message), _) => Err(CaseOutcome::NotSetUp { message }),
             (None, true) => Err(CaseOutcome::Skipped {
@@ -390,13 +434,18 @@ impl Dtype {
         let head = RowHead {
             dtype: self.name.clone(),
             layout: format!(
-                "state: {} cases each followed by its twin and by another after the next case, {} views at another offset ({} over the same backing bytes), and {} sizes in one run{}",
+                "state: {} cases each followed by its twin and by another after the next case, {} views at another offset ({} over the same backing bytes), and {} sizes in one run{}{}",
                 self.small.len(),
                 self.shifted,
                 self.same_backing,
                 if sizes > 1 { sizes } else { 0 },
                 if pairs {
                     ", then two pairs equal as numbers, not in bits"
+                } else {
+                    ""
+                },
+                if zeros {
+                    ", and zeros after values of their size"
                 } else {
                     ""
                 }

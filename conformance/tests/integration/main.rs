@@ -49,3 +49,4 @@ mod suite_fuzzer;
 mod unavailable_devices;
 mod unchecked_rules;
 mod verdicts_agree;
+mod zero_skipping;

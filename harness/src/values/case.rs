@@ -430,6 +430,39 @@ impl Case {
         Self::new(dtype, shape, layout, values)
     }
 
+    /// A case of `dtype`, `shape` and `layout` whose every element is all
+    /// zero bytes (`0`, `false`, `+0.0`): what a freshly zeroed tensor
+    /// holds, and what a provider that skips sending zeros must still
+    /// deliver into memory that held other values. Made, not held, past
+    /// 256 KiB.
+    ///
+    /// # Errors
+    ///
+    /// As [`Case::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_tensor::DType;
+    /// use tenferro_transfer_harness::{Case, Layout};
+    ///
+    /// let zeros = Case::zeros(DType::C32, vec![3, 2], Layout::Owned).unwrap();
+    /// assert!(zeros.values().iter().all(|byte| *byte == 0));
+    /// assert_eq!(zeros.values().len(), 6 * 8);
+    /// ```
+    pub fn zeros(dtype: DType, shape: Vec<usize>, layout: Layout) -> Result<Self, HarnessError> {
+        let not_preset = || HarnessError::InvalidCase {
+            reason: format!("dtype {dtype:?} is not a preset dtype"),
+        };
+        let width = element_width(dtype).ok_or_else(not_preset)?;
+        let bytes = Self::byte_len(dtype, &shape)?;
+        if bytes > HELD_UP_TO_BYTES {
+            let generated = Generated::zeros(dtype, bytes / width).ok_or_else(not_preset)?;
+            return Self::generated(shape, layout, generated);
+        }
+        Self::new(dtype, shape, layout, vec![0; bytes])
+    }
+
     /// This case's twin: its values with a twin's few interior elements
     /// changed, chosen by `seed` (held or made, as this case's are).
     pub(crate) fn twinned(&self, seed: u64) -> Result<Self, HarnessError> {

@@ -32,6 +32,8 @@ enum Made {
     Seeded { key: u64, specials: u8 },
     /// The fixed cases' pattern ([`crate::Case::patterned`]).
     Patterned,
+    /// Every byte zero ([`crate::Case::zeros`]).
+    Zeros,
 }
 
 /// A case's values made on demand (seeded or patterned) with a twin's few
@@ -84,6 +86,15 @@ impl Generated {
             patches: BTreeMap::new(),
             whole: OnceLock::new(),
             digests: OnceLock::new(),
+        })
+    }
+
+    /// `count` elements of `dtype`, every byte zero; `None` for an
+    /// external dtype.
+    pub(crate) fn zeros(dtype: DType, count: usize) -> Option<Self> {
+        Some(Self {
+            made: Made::Zeros,
+            ..Self::patterned(dtype, count)?
         })
     }
 
@@ -142,6 +153,10 @@ impl Generated {
                 for index in first..end {
                     pattern_element(self.dtype, index, out);
                 }
+                return;
+            }
+            Made::Zeros => {
+                out.resize(out.len() + (end - first) * self.width, 0);
                 return;
             }
         };

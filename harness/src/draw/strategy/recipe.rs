@@ -67,6 +67,8 @@ pub enum ValueSource {
     /// other offsets are staged from the same bytes. An owned layout: as
     /// `Seeded`. Held whole, so at most 256 KiB of backing; no twin.
     WholeBacking,
+    /// Every element all zero bytes ([`Case::zeros`]).
+    Zeros,
 }
 
 impl ValueSource {
@@ -213,6 +215,7 @@ impl Recipe {
                 Case::patterned(dtype, self.shape.clone(), self.layout.clone())
             }
             ValueSource::WholeBacking => self.whole_backing_case(dtype),
+            ValueSource::Zeros => Case::zeros(dtype, self.shape.clone(), self.layout.clone()),
             ValueSource::EqualAsNumbers => {
                 Case::equal_as_numbers(dtype, self.shape.clone(), self.layout.clone(), self.seed)?
                     .ok_or_else(|| HarnessError::InvalidCase {
