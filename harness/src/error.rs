@@ -134,7 +134,8 @@ pub enum HarnessError {
 
 impl HarnessError {
     /// A device adapter's failure, keeping the device's error as the
-    /// source (see [`HarnessError::Adapter`]).
+    /// source (see [`HarnessError::Adapter`]): any error type, or a
+    /// `String` or `&str` where the device has only a message.
     ///
     /// # Examples
     ///
@@ -145,6 +146,9 @@ impl HarnessError {
     /// let error = HarnessError::adapter("opening npu0", io);
     /// assert_eq!(error.to_string(), "opening npu0");
     /// assert_eq!(std::error::Error::source(&error).unwrap().to_string(), "no /dev/npu0");
+    ///
+    /// let refused = HarnessError::adapter("opening npu1", format!("{} queues busy", 4));
+    /// assert_eq!(std::error::Error::source(&refused).unwrap().to_string(), "4 queues busy");
     /// ```
     pub fn adapter(
         context: impl Into<String>,

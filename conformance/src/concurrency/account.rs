@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::Recipe;
-use tenferro_transfer_harness::{Route, RouteDeadline, Watchdog, describe_error};
+use tenferro_transfer_harness::{Route, RouteDeadline, Rule, Watchdog, describe_error};
 
 use super::{Call, Pressure};
 use crate::record::CaseOutcome;
@@ -80,6 +80,16 @@ impl Pressure {
             "\n  replayed alone on one thread: {}",
             alone.text()
         ));
+        let incomplete = call
+            .outcome
+            .violations()
+            .iter()
+            .any(|violation| violation.rule == Rule::Completion);
+        if incomplete && matches!(alone, Alone::Passed) && !beside.is_empty() {
+            text.push_str(
+                "\n  the write still queued into its output may be another call's: one block handed to two calls in flight (a pool or cache that claims a block apart from checking it is free) returns it before the other call's copy lands",
+            );
+        }
         text.push_str("\n  replay: ");
         if !matches!(alone, Alone::Passed) {
             text.push_str(&case_alone(&call.recipe.to_json()));

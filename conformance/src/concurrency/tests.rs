@@ -120,3 +120,37 @@ fn a_call_of_a_repeat_run_to_judge_the_memory_says_so() {
         "{added}"
     );
 }
+
+#[test]
+fn an_output_still_written_into_beside_other_calls_says_whose_write_it_may_be() {
+    let failed = CaseOutcome::Failed {
+        violations: crate::record::Violations::new(vec![tenferro_transfer_harness::Violation {
+            rule: tenferro_transfer_harness::Rule::Completion,
+            message:
+                "transfer_blocking returned while the copy into its output was still in flight"
+                    .to_owned(),
+        }])
+        .unwrap(),
+        checked: vec![tenferro_transfer_harness::Rule::Completion],
+        unchecked: Vec::new(),
+    };
+    let mut pressure = pressure(failed.clone());
+    pressure.calls[0] = call(1, failed);
+    // Another thread's call of the same repeat, in flight at the same time.
+    pressure.calls[1].thread = 1;
+    let account = |alone: &Alone| {
+        pressure.account(
+            &pressure.calls[0],
+            alone,
+            |_| String::new(),
+            |_| String::new(),
+        )
+    };
+    let beside = account(&Alone::Passed);
+    assert!(
+        beside.contains("may be another call's: one block handed to two calls in flight"),
+        "{beside}"
+    );
+    // Failing alone too, it is the call's own missing wait.
+    assert!(!account(&Alone::Failed).contains("another call's"));
+}

@@ -205,7 +205,15 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// reach, as a GPU's. The harness reads every tensor on the device
     /// this way when it answers `Some`: the provider's output (`values`),
     /// the runtime's outputs and those a caller holds (`output-stable`),
-    /// and an input staged here (`input-intact`). `None` (the default):
+    /// and an input staged here (`input-intact`). The image is the
+    /// tensor's whole storage buffer, every one of its
+    /// `BackendStorage::len` elements in storage order, not only the
+    /// elements a view of it reaches (the harness carves views itself, and
+    /// compares a view's gaps too); storage that other tensors share is
+    /// read whole the same way. It may wait for work the device has queued
+    /// (a read through the device drains its queues): the suite asks
+    /// [`completion`](DeviceEndpoint::completion) first, before any read
+    /// of an output. `None` (the default):
     /// the harness reads the buffer itself (plain host data, or
     /// `map_read`; an unmappable storage leaves those rules unchecked
     /// there, with the reason).
@@ -216,6 +224,14 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
 
     /// Whether the copy into `tensor`, just returned by the provider, has
     /// completed. Asked first, before anything else can complete it.
+    ///
+    /// Answer for the memory, not for one call: `Pending` while any write
+    /// into `tensor`'s storage is still in flight, whoever queued it. A
+    /// provider that hands out a block another call is still writing into
+    /// returned memory that is not yet what it will be, and `completion`
+    /// fails there (often beside `values` or `output-stable`, where the
+    /// write has landed by the time they read). An empty output is judged
+    /// the same way: a write of no bytes still queued is still pending.
     fn completion(&self, tensor: &Tensor) -> CompletionState {
         let _ = tensor;
         CompletionState::Unknown {

@@ -33,7 +33,9 @@ use crate::{Case, Layout};
 #[derive(Clone, Copy, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[non_exhaustive]
 pub enum ViewKind {
-    /// The view's memory starts past the first element of its buffer.
+    /// The view's memory starts past the first element of its buffer: the
+    /// lowest element it reaches, which a negative step puts before the
+    /// element its stored offset names.
     Offset,
     /// At least one axis steps backwards through memory.
     NegativeStep,
