@@ -450,13 +450,16 @@ impl TransferProvider for Spy {
             .map(|destination| Sample::of(destination, self.counts_memory))
             .filter(Sample::accounts);
         let (result, input_in_flight) = self.call_inner(request, &input, &expected);
-        // The borrowed input, read again before anything else runs, and
-        // compared with what it held as it is read.
-        let input_after_return = self
-            .source
-            .as_ref()
-            .zip(expected.input)
-            .map(|(source, before)| reread_backing(source, &input, before.expected()));
+        // The borrowed input, read again as soon as the provider returned
+        // (after the output's completion probe, which is asked before any
+        // read through a device can complete a copy), and compared with
+        // what it held as it is read.
+        let read_input = || {
+            self.source
+                .as_ref()
+                .zip(expected.input.as_ref())
+                .map(|(source, before)| reread_backing(source, &input, before.expected()))
+        };
         let destination_saw_output = match (&result, &accounted, &self.destination) {
             (Ok(Ok(_)), Some(before), Some(destination)) => {
                 Some(before.shown_more_on(destination, self.counts_memory))
@@ -465,7 +468,7 @@ impl TransferProvider for Spy {
         };
         // The request stays in flight until its record is made (a hang
         // while the returned storage is read is the provider's too).
-        let end = |result| {
+        let end = |result, input_after_return| {
             self.end_call(asked, |request| SpyRecord {
                 request,
                 result,
@@ -491,22 +494,28 @@ impl TransferProvider for Spy {
                     Some(self),
                     expected.output.as_ref().map(Reference::expected),
                 );
-                end(ProviderResult::Returned(returned));
+                end(ProviderResult::Returned(returned), read_input());
                 Ok(tensor)
             }
             Ok(Err(error)) => {
-                end(ProviderResult::Failed {
-                    message: error.to_string(),
-                    chain: source_chain(&error),
-                    device_error: device_error_in(&error),
-                });
+                end(
+                    ProviderResult::Failed {
+                        message: error.to_string(),
+                        chain: source_chain(&error),
+                        device_error: device_error_in(&error),
+                    },
+                    read_input(),
+                );
                 Err(error)
             }
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
-                end(ProviderResult::Panicked {
-                    message: message.clone(),
-                });
+                end(
+                    ProviderResult::Panicked {
+                        message: message.clone(),
+                    },
+                    read_input(),
+                );
                 Err(tenferro_runtime::Error::Internal(format!(
                     "transfer provider panicked: {message}"
                 )))
