@@ -17,6 +17,8 @@ use tenferro_transfer_conformance::mock_devices::providers::SimDownload;
 use tenferro_transfer_conformance::mock_devices::sim_storage_of;
 use tenferro_transfer_conformance::prelude::*;
 
+use crate::support::verdicts::{no_rule_fails, replay_json};
+
 /// Downloads through `inner`; with `flips`, writes into its F32 inputs
 /// while the call runs and puts them back before it returns.
 #[derive(Debug)]
@@ -89,28 +91,18 @@ fn a_download_that_writes_its_input_and_puts_it_back_fails_input_intact() {
     // The replay line reads beside the call too: the case fails again
     // (once in a few tries: on a machine whose cores the other tests keep
     // busy, the reader may be given none while the provider waits).
-    let json = text
-        .split("TRANSFER_CONFORMANCE_REPLAY='")
-        .nth(1)
-        .and_then(|rest| rest.split('\'').next())
-        .unwrap();
+    let json = replay_json(&text);
     assert!(
         (0..5).any(|_| suite.replay(json).summary().failed == 1),
         "the replay of {json} never failed"
     );
     // The output is right and the input is put back: no other rule fails.
-    for rule in Level::V2.rules() {
-        if *rule != Rule::InputIntact {
-            assert!(
-                !matches!(suite.check(&report, "flips", *rule), RuleVerdict::Fail(_)),
-                "{rule}: {}",
-                report.to_table()
-            );
-        }
-        assert!(
-            !matches!(suite.check(&report, "plain", *rule), RuleVerdict::Fail(_)),
-            "{rule}: {}",
-            report.to_table()
-        );
-    }
+    let rules = Level::V2.rules();
+    no_rule_fails(
+        &suite,
+        &report,
+        "flips",
+        rules.iter().filter(|rule| **rule != Rule::InputIntact),
+    );
+    no_rule_fails(&suite, &report, "plain", rules);
 }

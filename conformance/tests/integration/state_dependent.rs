@@ -15,6 +15,7 @@ use tenferro_transfer_conformance::mock_devices::providers::{Broken, Fault};
 use tenferro_transfer_conformance::prelude::*;
 
 use crate::support::blocks::sim_upload;
+use crate::support::verdicts::replay_json;
 use tenferro_transfer_conformance::{BoxError, Verdict};
 
 /// Correct for its first `warm_after` calls, then one ulp off.
@@ -68,12 +69,7 @@ fn generated_failure(report: &Report) -> (String, String) {
         .unwrap();
     assert_eq!(row.verdict, Verdict::Fail, "{}", report.to_table());
     let message = row.violations[0].message.clone();
-    let json = message
-        .split("TRANSFER_CONFORMANCE_REPLAY='")
-        .nth(1)
-        .and_then(|rest| rest.split('\'').next())
-        .unwrap_or_else(|| panic!("no replay line: {message}"))
-        .to_owned();
+    let json = replay_json(&message).to_owned();
     (message, json)
 }
 
