@@ -45,13 +45,14 @@ pub use settings::{
 };
 
 // values: what a case is.
-pub use values::case::{Case, Filler, Layout, MAX_BACKING_ELEMENTS, ViewAxis, ViewSpec};
+pub use values::case::{Case, Filler, MAX_BACKING_ELEMENTS};
 pub use values::compact::{
     compact_strides, gather, is_compact, read_compact, read_view, strided_positions,
 };
 pub use values::compared::{Compared, compare_as_read};
 pub use values::element::{Element, PRESET_DTYPES, element_width};
 pub use values::equal_as_numbers::{NEGATIVE_ZEROS, OTHER_NAN_PAYLOAD, WITH_NANS};
+pub use values::layout::{Layout, ViewAxis, ViewSpec};
 
 // device: the device adapter API.
 pub use device::absent::device_required;

@@ -11,5 +11,6 @@ pub(crate) mod element;
 pub(crate) mod equal_as_numbers;
 pub(crate) mod generated;
 pub(crate) mod image_diff;
+pub(crate) mod layout;
 pub(crate) mod patterns;
 pub(crate) mod special_values;
