@@ -19,6 +19,7 @@ mod capabilities;
 mod concurrent_reuse;
 mod declared_limits;
 mod download_leak;
+mod draining_reads;
 mod edges;
 mod equal_as_numbers;
 mod failure_invariant;
