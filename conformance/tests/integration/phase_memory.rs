@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use tenferro_transfer_conformance::harness::{
-    LeakCheck, PhaseEvidence, PhaseMemory, RouteDeadline,
+    Leak, LeakCheck, PhaseEvidence, PhaseMemory, RouteDeadline,
 };
 use tenferro_transfer_conformance::mock_devices::SimStorage;
 use tenferro_transfer_conformance::prelude::*;
@@ -16,7 +16,16 @@ use tenferro_transfer_conformance::prelude::*;
 /// A phase that left 4 blocks in use, run again: the first run adds
 /// `first`, each later run `later`.
 fn judged(first: usize, later: usize) -> LeakCheck {
-    let route = Route::host_to_sim().unwrap();
+    judged_runs(|run| if run == 1 { first } else { later })
+}
+
+/// A phase that left 4 blocks in use, run again: run `n` adds `adds(n)`.
+fn judged_runs(adds: impl Fn(usize) -> usize) -> LeakCheck {
+    judged_on(Route::host_to_sim().unwrap(), adds)
+}
+
+/// As [`judged_runs`], on `route` (to a simulated device).
+fn judged_on(route: Route, adds: impl Fn(usize) -> usize) -> LeakCheck {
     let device = route.destination().downcast::<SimDevice>().unwrap().clone();
     let mut blocks: Vec<SimStorage<i32>> = Vec::new();
     let phase = PhaseMemory::start(&route);
@@ -27,8 +36,7 @@ fn judged(first: usize, later: usize) -> LeakCheck {
     let mut runs = 0;
     phase.finish_repeating(&route, PhaseEvidence::both(true), &deadline, || {
         runs += 1;
-        let adds = if runs == 1 { first } else { later };
-        for _ in 0..adds {
+        for _ in 0..adds(runs) {
             blocks.push(device.allocate(vec![0_i32; 4]).unwrap());
         }
     })
@@ -52,4 +60,38 @@ fn runs_that_each_add_as_much_as_the_phase_are_a_leak() {
         judged(4, 4)
     );
     assert!(matches!(judged(2, 2), LeakCheck::Checked(leaks) if !leaks.is_empty()));
+}
+
+/// Blocks freed whose bytes the device still counts, behind a cache the
+/// phase filled (blind probe 10's mutant 10): each run adds far less than
+/// the phase kept, but every run adds. A cache still filling as the calls'
+/// timing allows stops adding within a few runs.
+#[test]
+fn runs_that_each_add_less_than_the_phase_but_never_stop_are_a_leak() {
+    let steady = judged(8, 1);
+    assert!(
+        matches!(&steady, LeakCheck::Checked(leaks) if !leaks.is_empty()),
+        "{steady:?}"
+    );
+    // A device that only counts: the leak shows where the memory stood
+    // after each run.
+    let counting = Endpoint::new(SimDevice::counting_only(0).unwrap());
+    let route = Route::new(Endpoint::host("host").unwrap(), counting).unwrap();
+    let steady = judged_on(route, |run| if run == 1 { 8 } else { 1 });
+    let LeakCheck::Checked(leaks) = &steady else {
+        panic!("{steady:?}");
+    };
+    let Some(Leak::Growth { repeated, .. }) = leaks.first() else {
+        panic!("{leaks:?}");
+    };
+    let allocations: Vec<Option<i64>> = repeated.iter().map(|run| run.allocations).collect();
+    let expected: Vec<Option<i64>> = (12..24).map(Some).collect();
+    assert_eq!(allocations, expected);
+    for stops_after in [3, 5, 11] {
+        let filled = judged_runs(|run| usize::from(run <= stops_after));
+        assert!(
+            matches!(filled, LeakCheck::Kept(_)),
+            "{stops_after}: {filled:?}"
+        );
+    }
 }

@@ -248,9 +248,11 @@ fn with_profile(
 /// [`PHASE_REPEATS`] times: a repetition that adds nothing makes the
 /// growth kept memory; two in a row that each add at least half as much
 /// as the phase did make it a leak (one alone may be the timing of the
-/// calls: a cache that met more of them side by side); repetitions that
-/// did neither make it kept memory too (a slow leak hidden behind a cache
-/// that grows this way is left to the cases' own repetitions).
+/// calls: a cache that met more of them side by side). Repetitions that
+/// each add less, but add, run on up to [`PHASE_FILLING_REPEATS`] times:
+/// memory that rose on every one of them is a leak (a steady leak behind
+/// a cache the phase filled, smaller than what the cache keeps), memory
+/// that stops rising is kept.
 pub(crate) fn phase_kept_or_leaked(
     route: &Route,
     before: &[Sample; 2],
@@ -270,11 +272,17 @@ pub(crate) fn phase_kept_or_leaked(
     // fills over as many runs of a phase whose calls meet each size once:
     // until then, a repetition may add about as much as the phase did.
     let filling = route.filling_seen();
-    let repeats = (filling + 2).clamp(PHASE_REPEATS, PHASE_FILLING_REPEATS);
+    let mut repeats = (filling + 2).clamp(PHASE_REPEATS, PHASE_FILLING_REPEATS);
+    let mut profile: [Vec<MemoryGrowth>; 2] = [Vec::new(), Vec::new()];
     let mut linear_in_a_row = 0;
-    for repeat in 1..=repeats {
+    let mut repeat = 0;
+    loop {
+        repeat += 1;
         again();
         let now = settled();
+        for ((profile, now), before) in profile.iter_mut().zip(&now).zip(before) {
+            profile.push(net_growth(now, before));
+        }
         let added: Vec<MemoryGrowth> = now
             .iter()
             .zip(&previous)
@@ -289,17 +297,24 @@ pub(crate) fn phase_kept_or_leaked(
             .any(|(added, phase)| added.grew() && at_least_half(added, phase));
         linear_in_a_row = if linear { linear_in_a_row + 1 } else { 0 };
         if linear_in_a_row >= 2 && (repeat > filling || repeat == repeats) {
-            return LeakCheck::Checked(leaks);
+            return LeakCheck::Checked(with_profile(leaks, &endpoints, profile));
         }
         if repeat == repeats {
-            // No two repetitions in a row added as much as the phase did
-            // (or the last did not): a bounded cache filling as the calls'
-            // timing allows.
-            return kept_memory(&endpoints, &now, before);
+            if repeats < PHASE_FILLING_REPEATS {
+                // Every run so far added memory, less than the phase did:
+                // a bounded cache still filling as the calls' timing
+                // allows stops within a few runs more; a steady leak
+                // behind a cache the phase filled (a block freed whose
+                // bytes the device still counts) does not.
+                repeats = PHASE_FILLING_REPEATS;
+            } else {
+                // Memory rose on every one of the runs of the same calls:
+                // no bounded cache fills that way.
+                return LeakCheck::Checked(with_profile(leaks, &endpoints, profile));
+            }
         }
         previous = now;
     }
-    LeakCheck::Checked(leaks)
 }
 
 /// Whether `added` is at least half of `phase`, in what both count.
