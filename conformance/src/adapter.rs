@@ -20,10 +20,11 @@ pub use tenferro_runtime::{
     ProviderDeviceIdentity, ProviderId, StorageClass,
 };
 pub use tenferro_tensor::{
-    AllocationDomainId, DeviceId, DeviceKind, MemoryKind, Placement, TensorRead,
+    AllocationDomainId, DeviceId, DeviceKind, MemoryKind, Placement, TensorRead, TensorView,
 };
 pub use tenferro_transfer_harness::{
     AdapterContext, AllocationLedger, Availability, Case, CompletionState, DeviceDescription,
-    DeviceEndpoint, EngineRole, HarnessError, Layout, MemoryInUse, PlacementRule, ReadBack,
-    StorageRule, ViewSpec, declared_ingress, reshape_only, stage_via_host,
+    DeviceEndpoint, Element, EngineRole, HarnessError, Layout, MemoryInUse, PlacementRule,
+    ReadBack, StorageRule, ViewSpec, declared_ingress, read_compact, reshape_only, stage_via_host,
+    with_element,
 };

@@ -45,6 +45,17 @@ fn the_correct_providers_pass_every_rule_on_memory_the_host_cannot_map() {
             report.to_table()
         );
     }
+    // The download's view inputs are read through `read_back_view`, gaps
+    // included: `input-intact` is checked on them too.
+    let coverage = report.coverage();
+    let download = coverage
+        .iter()
+        .find(|route| route.route.starts_with("download"))
+        .unwrap();
+    let intact = download.rule(Rule::InputIntact).unwrap();
+    for kind in ["owned", "gaps", "offset", "negative-step", "permutation"] {
+        assert!(intact.cases_of(kind) > 0, "{kind}: {intact:?}");
+    }
 }
 
 /// A download that zeroes the device memory it read breaks `input-intact`,

@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tenferro_runtime::{EngineRegistration, ExecutionEngine};
-use tenferro_tensor::{Tensor, TensorRead};
+use tenferro_tensor::{Tensor, TensorRead, TensorView};
 
 use crate::{
     AllocationLedger, Case, CompletionState, DeviceDescription, HarnessError, MemoryInUse,
@@ -205,7 +205,8 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// reach, as a GPU's. The harness reads every tensor on the device
     /// this way when it answers `Some`: the provider's output (`values`),
     /// the runtime's outputs and those a caller holds (`output-stable`),
-    /// and an input staged here (`input-intact`). The image is the
+    /// and an owned input staged here (`input-intact`; a view input is
+    /// read through [`read_back_view`](DeviceEndpoint::read_back_view)). The image is the
     /// tensor's whole storage buffer, every one of its
     /// `BackendStorage::len` elements in storage order, not only the
     /// elements a view of it reaches (the harness carves views itself, and
@@ -219,6 +220,26 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// there, with the reason).
     fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
         let _ = tensor;
+        None
+    }
+
+    /// The little-endian byte image of the whole storage a strided view
+    /// input reaches into, on this device, for memory `map_read` cannot
+    /// reach: what [`read_back`](DeviceEndpoint::read_back) is for a
+    /// tensor, for a [`TensorRead::View`] the runtime hands a provider
+    /// (a view has no `Tensor` to pass to `read_back`). The harness reads
+    /// a view input's backing this way for `input-intact` (before the
+    /// call, beside it, after it returns and after the output dropped):
+    /// every one of the storage's `BackendStorage::len` elements in
+    /// storage order, the view's gaps and the elements before its offset
+    /// included. Reach the storage with `T::typed_view(view.clone())` and
+    /// `backend_buffer()`, then `as_any()` to your storage type. `None`
+    /// (the default): the harness maps the view's storage itself; memory
+    /// that cannot be mapped leaves `input-intact` unchecked on view
+    /// inputs, with the reason (owned inputs are still read through
+    /// `read_back`).
+    fn read_back_view(&self, view: &TensorView<'_>) -> Option<ReadBack> {
+        let _ = view;
         None
     }
 

@@ -160,9 +160,7 @@ pub struct ChangedOutput {
 /// that way; a view of such memory cannot be (the adapter reads whole
 /// tensors), which is said.
 pub(crate) fn read_backing(source: &Endpoint, input: &TensorRead<'_>) -> ReadBack {
-    if let TensorRead::Tensor(tensor) = input
-        && let Some(read) = source.adapter().read_back(tensor)
-    {
+    if let Some(read) = read_through(source, input) {
         return read;
     }
     with_element!(input.dtype(), T => visit_backing::<T, _>(source, input, |values| {
@@ -182,15 +180,23 @@ pub(crate) fn reread_backing(
     input: &TensorRead<'_>,
     reference: ReferenceView<'_>,
 ) -> Compared {
-    if let TensorRead::Tensor(tensor) = input
-        && let Some(read) = source.adapter().read_back(tensor)
-    {
+    if let Some(read) = read_through(source, input) {
         return Compared::of(read, reference);
     }
     with_element!(input.dtype(), T => visit_backing::<T, _>(source, input, |values| compare_with::<T>(values, reference))
         .unwrap_or_else(|unread| Compared::of(unread, reference)), external => Compared::NotReadable {
         reason: "external dtypes have no byte image".to_owned(),
     })
+}
+
+/// `input`'s whole backing storage as `source`'s adapter reads it through
+/// the device (`read_back` for a tensor, `read_back_view` for a view);
+/// `None` where it leaves the reading to the harness.
+fn read_through(source: &Endpoint, input: &TensorRead<'_>) -> Option<ReadBack> {
+    match input {
+        TensorRead::Tensor(tensor) => source.adapter().read_back(tensor),
+        TensorRead::View(view) => source.adapter().read_back_view(view),
+    }
 }
 
 /// `visit` called with the whole backing of `input` as `T`s, or why it
@@ -211,7 +217,7 @@ fn visit_backing<T: Element, R>(
                 StorageBuffer::Host(values) => Ok(visit(values)),
                 StorageBuffer::Backend(storage) => match storage.map_read() {
                     Ok(values) => Ok(visit(&values)),
-                    Err(error) => Err(refused(source, &error)),
+                    Err(error) => Err(refused(source, &error, "read_back")),
                 },
             }
         }
@@ -226,12 +232,12 @@ fn visit_backing<T: Element, R>(
             } else if let Some(storage) = view.backend_buffer() {
                 match storage.map_read() {
                     Ok(values) => Ok(visit(&values)),
-                    Err(error) => Err(refused(source, &error)),
+                    Err(error) => Err(refused(source, &error, "read_back_view")),
                 }
             } else {
                 Err(ReadBack::NotReadable {
                     reason: format!(
-                        "the input is a view whose backing {} cannot map, and its adapter reads whole tensors only",
+                        "the input is a view whose backing {} cannot map, and its adapter's `read_back_view` reads nothing back",
                         source.name()
                     ),
                 })
@@ -259,11 +265,14 @@ pub(crate) fn read_before(source: &Endpoint, input: &TensorRead<'_>, case: &Case
     }
 }
 
-fn refused(source: &Endpoint, error: &HostAccessError) -> ReadBack {
+/// Why an input whose storage refused `map_read` with `error` was not
+/// read: `method` is the adapter's method that would read it through the
+/// device instead.
+fn refused(source: &Endpoint, error: &HostAccessError, method: &str) -> ReadBack {
     match error {
         HostAccessError::Unsupported { .. } => ReadBack::NotReadable {
             reason: format!(
-                "the input's memory on {} cannot be mapped to the host ({error}) and its adapter reads nothing back",
+                "the input's memory on {} cannot be mapped to the host ({error}) and its adapter's `{method}` reads nothing back",
                 source.name()
             ),
         },

@@ -57,6 +57,11 @@ impl DeviceEndpoint for VendorEndpoint {
         opaque::read_back(&self.device, tensor)
     }
 
+    /// A view input's whole storage, read on the device where it is opaque.
+    fn read_back_view(&self, view: &TensorView<'_>) -> Option<ReadBack> {
+        opaque::read_back_view(&self.device, view)
+    }
+
     fn completion(&self, tensor: &Tensor) -> CompletionState {
         match self.device.copy_state(tensor) {
             Some(CopyState::Landed) => CompletionState::Complete,

@@ -1,11 +1,11 @@
 //! Reading back memory the host cannot map: a device whose memory is
 //! opaque ([`VendorDevice::set_opaque_memory`], as a GPU's) refuses
 //! `map_read`, so the adapter downloads its tensors into host memory and
-//! hands the suite their little-endian image, as a CUDA adapter does.
+//! hands the suite their little-endian image, as a CUDA adapter does; a
+//! view input's whole backing storage it reads on the device.
 
-use example_vendor_device::VendorDevice;
+use example_vendor_device::{VendorDevice, VendorStorage};
 use tenferro_transfer_conformance::adapter::*;
-use tenferro_transfer_conformance::harness::{Element, read_compact, with_element};
 
 /// `tensor`'s bytes, downloaded, where the device's memory is opaque;
 /// `None` (the suite maps it) where the host can map it.
@@ -32,4 +32,40 @@ fn host_image(host: &Tensor) -> ReadBack {
         }
         Err(error) => ReadBack::Failed { reason: error.to_string() },
     }, external => ReadBack::NotReadable { reason: "an external dtype".to_owned() })
+}
+
+/// The whole storage a view reaches into (its gaps too), read on the
+/// device, where its memory is opaque; `None` (the suite maps it) where
+/// the host can map it.
+pub fn read_back_view(device: &VendorDevice, view: &TensorView<'_>) -> Option<ReadBack> {
+    if !device.opaque_memory() {
+        return None;
+    }
+    Some(with_element!(view.dtype(), T => backing_image::<T>(view),
+        external => ReadBack::NotReadable { reason: "an external dtype".to_owned() }))
+}
+
+/// The little-endian image of the device storage behind `view`.
+fn backing_image<T: Element>(view: &TensorView<'_>) -> ReadBack {
+    let storage = T::typed_view(view.clone()).and_then(|typed| {
+        typed
+            .backend_buffer()
+            .and_then(|buffer| buffer.as_any().downcast_ref::<VendorStorage<T>>())
+            .map(VendorStorage::alias)
+    });
+    let Some(storage) = storage else {
+        return ReadBack::NotReadable {
+            reason: "the view is not over this device's storage".to_owned(),
+        };
+    };
+    match storage.read_on_device() {
+        Ok(values) => {
+            let mut bytes = Vec::new();
+            T::extend_bytes(&values, &mut bytes);
+            ReadBack::Bytes(bytes)
+        }
+        Err(error) => ReadBack::Failed {
+            reason: format!("the device could not read the view's storage: {error}"),
+        },
+    }
 }
