@@ -165,7 +165,7 @@ pub const SETTINGS: [SettingDoc; 11] = [
         name: REPORT_FILE_ENV,
         values: "a path ending in `.json`, `.md`, `.xml` or anything else (a table)",
         default: "unset: no file",
-        effect: "the whole report of a `ProviderSuite` run is written there",
+        effect: "the whole report of a `ProviderSuite` run is written there by the suite's rule tests (`conformance_tests!`, `ProviderSuite::shared_run`); a test that calls `ProviderSuite::run` itself holds the `Report` and writes it (`report.to_json()?` and `to_junit()?` return a `Result`; `to_markdown()` and `to_table()` a `String`)",
         read_by: "`cargo test` (`ProviderSuite`)",
         vendor_facing: true,
     },
