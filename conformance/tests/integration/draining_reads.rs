@@ -4,85 +4,25 @@
 //! provider that returns before its copy lands must still fail
 //! `completion` there: the suite asks the output's completion probe
 //! before anything reads through a device, the borrowed input included.
-//! Written as a vendor would, from the public API: the adapter wraps the
-//! simulated device's own.
+//! Written as a vendor would, from the public API: the adapter
+//! (`support::vendor_sim`) wraps the simulated device's own.
 
 use std::sync::Arc;
 
 use tenferro_tensor::Error;
 use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::adapter::*;
-use tenferro_transfer_conformance::harness::{read_compact, with_element};
 
+use crate::support::vendor_sim::{VendorSim, on_vendor_sim};
 use crate::support::verdicts::no_rule_fails;
-
-/// A simulated device whose reads first complete every copy queued on
-/// `drains` (itself and its peer).
-#[derive(Debug)]
-struct DrainingSim {
-    device: SimDevice,
-    drains: Vec<SimDevice>,
-}
-
-impl DeviceEndpoint for DrainingSim {
-    fn describe(&self) -> DeviceDescription {
-        DeviceEndpoint::describe(&self.device)
-    }
-
-    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
-        DeviceEndpoint::registration(&self.device, role)
-    }
-
-    fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
-        DeviceEndpoint::engine(&self.device, role)
-    }
-
-    fn stage(
-        &self,
-        case: &Case,
-        use_input: &mut dyn FnMut(TensorRead<'_>),
-    ) -> Result<(), HarnessError> {
-        DeviceEndpoint::stage(&self.device, case, use_input)
-    }
-
-    /// Drains, then lets the suite map the memory as it does the simulated
-    /// device's.
-    fn read_back(&self, _tensor: &Tensor) -> Option<ReadBack> {
-        for device in &self.drains {
-            device.release_all();
-        }
-        None
-    }
-
-    fn completion(&self, tensor: &Tensor) -> CompletionState {
-        DeviceEndpoint::completion(&self.device, tensor)
-    }
-
-    fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
-        DeviceEndpoint::allocation_ledger(&self.device)
-    }
-
-    fn memory_in_use(&self) -> Option<MemoryInUse> {
-        DeviceEndpoint::memory_in_use(&self.device)
-    }
-
-    fn launches_in_own_domain(&self) -> bool {
-        DeviceEndpoint::launches_in_own_domain(&self.device)
-    }
-}
 
 /// `sim0` to `sim1`, each read through either draining both.
 fn draining_route() -> Result<Route, HarnessError> {
-    let open = |ordinal| {
-        SimDevice::new(ordinal)
-            .map_err(|error| HarnessError::adapter(format!("opening sim{ordinal}"), error))
-    };
+    let open = |ordinal| SimDevice::new(ordinal).adapter_context(format!("opening sim{ordinal}"));
     let (source, destination) = (open(0)?, open(1)?);
     let endpoint = |device: &SimDevice| {
-        Endpoint::new(DrainingSim {
-            device: device.clone(),
-            drains: vec![source.clone(), destination.clone()],
-        })
+        let drains = vec![source.clone(), destination.clone()];
+        Endpoint::new(VendorSim::new(device.clone(), drains, false))
     };
     Route::new(endpoint(&source), endpoint(&destination))
 }
@@ -111,22 +51,20 @@ impl TransferProvider for Peer {
     }
 }
 
-fn peer(route: &Route, waits: bool) -> Result<Arc<dyn TransferProvider>, BoxError> {
-    let destination = route
-        .destination()
-        .downcast::<DrainingSim>()
-        .ok_or("a draining simulated destination")?;
-    Ok(Arc::new(Peer {
-        destination: destination.device.clone(),
-        waits,
-    }))
+fn peer(waits: bool) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
+    on_vendor_sim(false, move |destination| {
+        Arc::new(Peer {
+            destination: destination.device.clone(),
+            waits,
+        })
+    })
 }
 
 #[test]
 fn a_copy_returned_unwaited_fails_completion_where_reads_drain_the_queues() {
     let suite = ProviderSuite::new("draining-reads", Level::V2)
-        .route("waits", draining_route, |route| peer(route, true))
-        .route("returns_early", draining_route, |route| peer(route, false))
+        .route("waits", draining_route, peer(true))
+        .route("returns_early", draining_route, peer(false))
         // Owned inputs only: the suite reads a view's backing by mapping it,
         // an owned tensor through the adapter's draining `read_back`.
         .capabilities_for("returns_early", Capabilities::all().views(ViewKinds::NONE))

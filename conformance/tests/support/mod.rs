@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test file uses a part of it.
 
 pub mod blocks;
+pub mod vendor_sim;
 pub mod verdicts;
 
 use std::sync::Arc;

@@ -1,0 +1,131 @@
+//! A simulated device behind an adapter written as a vendor writes one,
+//! wrapping the simulated device's own, with two habits of real device
+//! runtimes: a read through the device that drains the queues of the
+//! devices beside it (a download that synchronises the whole context),
+//! and a `stage` that queues its upload and returns before it lands.
+
+use std::sync::Arc;
+
+use tenferro_runtime::TransferProvider;
+use tenferro_transfer_conformance::BoxError;
+use tenferro_transfer_conformance::adapter::*;
+
+/// A simulated device whose reads first complete every copy queued on
+/// `drains`; with `queues_stage`, its staged inputs still have their
+/// upload queued when the provider gets them.
+#[derive(Debug)]
+pub struct VendorSim {
+    pub device: SimDevice,
+    drains: Vec<SimDevice>,
+    queues_stage: bool,
+}
+
+impl VendorSim {
+    /// `device`, whose reads drain `drains` (itself included, where
+    /// listed), staging as `queues_stage` says.
+    pub fn new(device: SimDevice, drains: Vec<SimDevice>, queues_stage: bool) -> Self {
+        Self {
+            device,
+            drains,
+            queues_stage,
+        }
+    }
+}
+
+/// `route`'s side (`source` or destination) as the [`VendorSim`] it is.
+pub fn vendor_sim(route: &Route, source: bool) -> Result<&VendorSim, BoxError> {
+    let side = if source {
+        route.source()
+    } else {
+        route.destination()
+    };
+    Ok(side.downcast::<VendorSim>().ok_or("a VendorSim endpoint")?)
+}
+
+/// A provider for `route`, made by `make` from its [`VendorSim`] side.
+pub fn on_vendor_sim(
+    source: bool,
+    make: impl Fn(&VendorSim) -> Arc<dyn TransferProvider>,
+) -> impl Fn(&Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
+    move |route| Ok(make(vendor_sim(route, source)?))
+}
+
+impl DeviceEndpoint for VendorSim {
+    fn describe(&self) -> DeviceDescription {
+        DeviceEndpoint::describe(&self.device)
+    }
+
+    fn registration(&self, role: EngineRole) -> Result<EngineRegistration, HarnessError> {
+        DeviceEndpoint::registration(&self.device, role)
+    }
+
+    fn engine(&self, role: EngineRole) -> Result<Box<dyn ExecutionEngine>, HarnessError> {
+        DeviceEndpoint::engine(&self.device, role)
+    }
+
+    /// The case's values (a view's backing) copied in on stream 0; with
+    /// `queues_stage`, the copy is left queued.
+    fn stage(
+        &self,
+        case: &Case,
+        use_input: &mut dyn FnMut(TensorRead<'_>),
+    ) -> Result<(), HarnessError> {
+        if !self.queues_stage {
+            return DeviceEndpoint::stage(&self.device, case, use_input);
+        }
+        let upload = |host: Tensor| {
+            let read = TensorRead::from_tensor(&host);
+            with_element!(read.dtype(), T => {
+                let values = read_compact::<T>(&read).map_err(HarnessError::stage)?;
+                let (tensor, queued) = self
+                    .device
+                    .stream(0)
+                    .enqueue_copy(read.shape().to_vec(), values)
+                    .map_err(HarnessError::stage)?;
+                drop(queued);
+                Ok(tensor)
+            }, external => Err(HarnessError::stage(tenferro_tensor::Error::unsupported(
+                "VendorSim::stage",
+                "preset dtypes only",
+            ))))
+        };
+        stage_via_host(case, upload, use_input)
+    }
+
+    /// Drains, then lets the suite map the memory as it does the simulated
+    /// device's.
+    fn read_back(&self, _tensor: &Tensor) -> Option<ReadBack> {
+        for device in &self.drains {
+            device.release_all();
+        }
+        None
+    }
+
+    fn read_back_view(&self, _view: &TensorView<'_>) -> Option<ReadBack> {
+        for device in &self.drains {
+            device.release_all();
+        }
+        None
+    }
+
+    fn completion(&self, tensor: &Tensor) -> CompletionState {
+        DeviceEndpoint::completion(&self.device, tensor)
+    }
+
+    fn allocation_ledger(&self) -> Option<Arc<AllocationLedger>> {
+        DeviceEndpoint::allocation_ledger(&self.device)
+    }
+
+    fn memory_in_use(&self) -> Option<MemoryInUse> {
+        DeviceEndpoint::memory_in_use(&self.device)
+    }
+
+    /// Copies still queued hold their memory until they land.
+    fn settle(&self) {
+        self.device.release_all();
+    }
+
+    fn launches_in_own_domain(&self) -> bool {
+        DeviceEndpoint::launches_in_own_domain(&self.device)
+    }
+}
