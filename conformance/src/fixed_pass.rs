@@ -1,8 +1,9 @@
 //! The fixed pass of one route, the one way every driver (a
 //! `ProviderSuite`'s route, the CLI's fixed suite) runs its fixed cases:
 //! each case judged inside the capabilities (the first of each dtype,
-//! layout and size with its input read beside the call while it runs),
-//! its twins right after it
+//! layout and size with its input read beside the call while it runs, the
+//! second owned one with its input handed over unread), its twins right
+//! after it
 //! (what a provider kept from one call must not answer the next), then one
 //! state record per dtype and, where asked, the pass that holds the
 //! outputs as a caller holds them. The drivers differ only in the cases
@@ -30,6 +31,8 @@ pub(crate) struct FixedPass {
     held: Vec<Recipe>,
     /// The kinds of case whose input was read beside the call.
     watched: HashSet<(DType, Vec<LayoutClass>, SizeClass)>,
+    /// The kinds of owned case whose input was handed over unread.
+    unread: HashSet<(DType, Vec<LayoutClass>, SizeClass)>,
 }
 
 /// The records a fixed pass ends with, after its cases' own.
@@ -59,11 +62,19 @@ impl FixedPass {
             LayoutClass::of(case),
             SizeClass::of(case.len()),
         );
-        let watch = self.watched.insert(kind);
+        let watch = self.watched.insert(kind.clone());
+        // The next owned case of the kind reaches the provider as staged,
+        // unread: a read through the source waits for writes still queued
+        // into it, and the provider must (`Rig::hand_inputs_unread`).
+        let unread = !watch && kind.1 == [LayoutClass::Owned] && self.unread.insert(kind);
         watchdog.watch_inputs(watch);
+        watchdog.hand_inputs_unread(unread);
         let run = run_case(watchdog, route, case, JudgedAs::Inside, None);
         if watch {
             watchdog.watch_inputs(false);
+        }
+        if unread {
+            watchdog.hand_inputs_unread(false);
         }
         self.state.after_fixed(watchdog, route, recipe);
         self.held.push(recipe.clone());

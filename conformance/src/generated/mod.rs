@@ -4,7 +4,7 @@
 use crate::allocator::{largest_case_bytes, settle_large_blocks};
 use crate::coverage::Coverage;
 use crate::record::CaseOutcome;
-use crate::runner::{case_outcome, run_recipe, run_recipe_covered};
+use crate::runner::{case_outcome, replay_recipe, run_recipe_covered};
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -532,7 +532,7 @@ pub fn replay(
         provider_for(provider, &route, inject)?,
         DEFAULT_DEADLINE,
     )?;
-    // Read beside the call, as the fixed pass reads its cases.
-    watchdog.watch_inputs(true);
-    Ok(case_outcome(run_recipe(&mut watchdog, &route, recipe)))
+    // Read beside the call, and handed over unread, as the fixed pass
+    // runs its cases.
+    Ok(case_outcome(replay_recipe(&mut watchdog, &route, recipe)))
 }

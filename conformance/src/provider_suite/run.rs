@@ -22,7 +22,7 @@ use crate::fixed_pass::FixedPass;
 use crate::generated::drawn_seed;
 use crate::record::{CaseOutcome, CaseRecord, Origin};
 use crate::report::{Report, RowHead};
-use crate::runner::{CaseRun, JudgedAs, into_record, run_case, run_recipe};
+use crate::runner::{CaseRun, JudgedAs, into_record, replay_recipe, run_case};
 use crate::{LARGE_ELEMENTS, fixed_shapes, size_classes};
 
 /// What a route's setup produced: everything its phases take.
@@ -398,17 +398,20 @@ impl ProviderSuite {
         match parsed {
             Ok((recipe, case, outside)) => {
                 let head = self.case_head(set_up.name, &set_up.label, &case);
-                // Read beside the call, as the fixed pass reads its cases.
-                set_up.watchdog.watch_inputs(true);
                 let run = match &outside {
-                    Some(outside) => run_case(
-                        &mut set_up.watchdog,
-                        &set_up.route,
-                        &case,
-                        JudgedAs::Outside(outside),
-                        None,
-                    ),
-                    None => run_recipe(&mut set_up.watchdog, &set_up.route, &recipe),
+                    Some(outside) => {
+                        // Read beside the call, as the fixed pass reads its
+                        // cases.
+                        set_up.watchdog.watch_inputs(true);
+                        run_case(
+                            &mut set_up.watchdog,
+                            &set_up.route,
+                            &case,
+                            JudgedAs::Outside(outside),
+                            None,
+                        )
+                    }
+                    None => replay_recipe(&mut set_up.watchdog, &set_up.route, &recipe),
                 };
                 self.case_record(&case, set_up.name, Origin::Replayed, head, run)
                     .with_replay(&recipe)

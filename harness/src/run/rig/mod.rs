@@ -28,7 +28,8 @@ use crate::run::effects::{InputBefore, read_before, reread_backing};
 use crate::run::spy::Expected;
 use crate::values::compared::Reference;
 use crate::{
-    Case, HarnessError, HeldOutputs, Outcome, Route, RuntimeOutput, RuntimeVerdict, Spy, SpyRecord,
+    Case, HarnessError, HeldOutputs, Layout, Outcome, Route, RuntimeOutput, RuntimeVerdict, Spy,
+    SpyRecord,
 };
 
 pub(crate) use ending::sole_outcome;
@@ -255,6 +256,38 @@ impl Rig {
     /// ```
     pub fn watch_inputs(&mut self, watch: bool) {
         self.spy.watch_inputs(watch);
+    }
+
+    /// Hand each later call's owned input to the provider as the source
+    /// staged it, without reading it through the source first (`true`),
+    /// or read it first, as a rig starts (`false`).
+    ///
+    /// Reading an input through a device that cannot map its memory waits
+    /// for the writes still queued into it (an adapter's `read_back`
+    /// does): a provider then always meets a finished input. A device's
+    /// `stage` may leave its upload queued, as a kernel still writing a
+    /// tensor leaves it when a program moves it; unread, the input
+    /// reaches the provider so, and one that copies it without waiting for
+    /// those writes delivers stale values (`values`). The input is still
+    /// read after the call and compared with the case's values
+    /// (`input-intact`); a view input is read first either way (its
+    /// backing holds more than the case's values).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// rig.hand_inputs_unread(true);
+    /// let case = Case::from_values(vec![3], vec![1.0_f32, -0.0, 2.5]).unwrap();
+    /// let outcome = rig.run(&case).unwrap();
+    /// assert!(Oracle.judge(&case, &route, &outcome).passed());
+    /// ```
+    pub fn hand_inputs_unread(&mut self, unread: bool) {
+        self.spy.hand_inputs_unread(unread);
     }
 
     /// The event domains the runtime assigned to (source, destination).
@@ -561,10 +594,16 @@ impl Rig {
             route.source(),
             cases,
             |inputs| -> Result<Ran, HarnessError> {
+                // An owned input handed over unread is taken to hold the
+                // case's values: the read after the call compares with them.
+                let unread = spy.hands_inputs_unread();
                 let before: Vec<InputBefore> = inputs
                     .iter()
                     .zip(cases)
-                    .map(|(input, case)| read_before(route.source(), input, case))
+                    .map(|(input, case)| match case.layout() {
+                        Layout::Owned if unread => InputBefore::CaseValues,
+                        _ => read_before(route.source(), input, case),
+                    })
                     .collect();
                 spy.expect(
                     before

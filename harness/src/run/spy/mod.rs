@@ -195,6 +195,9 @@ pub struct Spy {
     /// Whether a reader beside each call reads the input while the call is
     /// in flight ([`Spy::watch_inputs`]).
     watching: AtomicBool,
+    /// Whether the rig hands owned inputs to the provider as staged,
+    /// unread ([`Spy::hand_inputs_unread`]).
+    unread: AtomicBool,
 }
 
 impl Spy {
@@ -210,6 +213,7 @@ impl Spy {
             in_flight: Mutex::new(None),
             stage: Mutex::new(None),
             watching: AtomicBool::new(false),
+            unread: AtomicBool::new(false),
         }
     }
 
@@ -283,6 +287,18 @@ impl Spy {
     /// source ([`Spy::on_route`]) can read the input.
     pub fn watch_inputs(&self, watch: bool) {
         self.watching.store(watch, Ordering::Relaxed);
+    }
+
+    /// From now on, hand each call's owned input to the provider as the
+    /// source staged it, unread, or read it through the source first
+    /// (`false`, as a Spy starts): see [`Rig::hand_inputs_unread`](crate::Rig::hand_inputs_unread).
+    pub fn hand_inputs_unread(&self, unread: bool) {
+        self.unread.store(unread, Ordering::Relaxed);
+    }
+
+    /// Whether owned inputs reach the provider unread ([`Spy::hand_inputs_unread`]).
+    pub(crate) fn hands_inputs_unread(&self) -> bool {
+        self.unread.load(Ordering::Relaxed)
     }
 
     /// What the calls of the next run are expected to read, in the order

@@ -126,6 +126,9 @@ pub struct Watchdog {
     /// Whether the rig reads each input beside its call
     /// ([`Watchdog::watch_inputs`]).
     watching: bool,
+    /// Whether the rig hands owned inputs over unread
+    /// ([`Watchdog::hand_inputs_unread`]).
+    unread: bool,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -163,6 +166,7 @@ impl Watchdog {
             keeping: None,
             plan_limit: DEFAULT_PLAN_LIMIT,
             watching: false,
+            unread: false,
         })
     }
 
@@ -202,6 +206,7 @@ impl Watchdog {
             keeping: None,
             plan_limit: DEFAULT_PLAN_LIMIT,
             watching: false,
+            unread: false,
         })
     }
 
@@ -264,6 +269,19 @@ impl Watchdog {
         }
         if let Some(worker) = &self.worker {
             worker.spy.watch_inputs(watch);
+        }
+    }
+
+    /// Hand each later call's owned input to the provider unread, or read
+    /// it first ([`Rig::hand_inputs_unread`]), in a worker started after
+    /// a hang too.
+    pub fn hand_inputs_unread(&mut self, unread: bool) {
+        self.unread = unread;
+        if let Some(rig) = &mut self.inline {
+            rig.hand_inputs_unread(unread);
+        }
+        if let Some(worker) = &self.worker {
+            worker.spy.hand_inputs_unread(unread);
         }
     }
 
@@ -491,6 +509,7 @@ impl Watchdog {
             let _ = worker.jobs.send(Job::KeepPlans(self.plan_limit));
         }
         worker.spy.watch_inputs(self.watching);
+        worker.spy.hand_inputs_unread(self.unread);
         Ok(worker)
     }
 

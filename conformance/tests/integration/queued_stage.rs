@@ -1,0 +1,81 @@
+//! A source device whose `stage` queues its upload and returns before it
+//! lands, and whose reads wait for such writes, as a vendor's may: a
+//! provider must wait for the writes still queued into its input before
+//! it copies it, as it must for a kernel still writing a tensor a program
+//! moves. The suite reads most inputs through the device before the call,
+//! which lands them; the second owned case of each dtype and size reaches
+//! the provider unread (`Rig::hand_inputs_unread`). Written as a vendor
+//! would, from the public API (blind probe 11's `b06-stale-source`, a
+//! peer copy that did not wait for its input's queued writes, passed
+//! every rule).
+
+use std::sync::Arc;
+
+use tenferro_tensor::Error;
+use tenferro_transfer_conformance::adapter::*;
+
+use crate::support::vendor_sim::{VendorSim, on_vendor_sim};
+use crate::support::verdicts::{no_rule_fails, replay_json};
+
+/// `sim0`, staging with its uploads queued, to the host.
+fn queued_source() -> Result<Route, HarnessError> {
+    let device = SimDevice::new(0).adapter_context("opening sim0")?;
+    let source = VendorSim::new(device.clone(), vec![device], true);
+    Route::new(Endpoint::new(source), Endpoint::host("host")?)
+}
+
+/// A download that waits for the writes queued into its input (a marker
+/// copy queued after them on the same in-order stream), or reads at once.
+#[derive(Debug)]
+struct Download {
+    source: SimDevice,
+    waits_for_input: bool,
+}
+
+impl TransferProvider for Download {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        const OP: &str = "Download::transfer_blocking";
+        if self.waits_for_input {
+            let (_marker, marker) = self.source.stream(0).enqueue_copy(vec![1], vec![0_i32])?;
+            marker
+                .wait()
+                .map_err(|error| Error::backend_source(OP, error))?;
+        }
+        let input = request.input();
+        with_element!(input.dtype(), T => {
+            Ok(Tensor::from_vec_col_major(input.shape().to_vec(), read_compact::<T>(input)?)?)
+        }, external => Err(Error::unsupported(OP, "preset dtypes only").into()))
+    }
+}
+
+#[test]
+fn a_download_that_does_not_wait_for_its_inputs_queued_writes_fails() {
+    let download = |waits_for_input| {
+        on_vendor_sim(true, move |source| {
+            Arc::new(Download {
+                source: source.device.clone(),
+                waits_for_input,
+            })
+        })
+    };
+    let suite = ProviderSuite::new("queued-stage", Level::V2)
+        .route("waits", queued_source, download(true))
+        .route("reads_at_once", queued_source, download(false))
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    no_rule_fails(&suite, &report, "waits", Level::V2.rules());
+    // The simulated device refuses to map memory a copy is still writing,
+    // so the early read is an `Err`, not stale values.
+    let RuleVerdict::Fail(text) = suite.check(&report, "reads_at_once", Rule::NoError) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(
+        text.contains("in flight") || text.contains("progress"),
+        "{text}"
+    );
+    // Its replay line hands the input over unread too, and fails again
+    // (on the route that reads at once; the other passes).
+    let replayed = suite.replay(replay_json(&text));
+    assert_eq!(replayed.summary().failed, 1, "{}", replayed.to_table());
+}
