@@ -217,7 +217,10 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// of an output. `None` (the default):
     /// the harness reads the buffer itself (plain host data, or
     /// `map_read`; an unmappable storage leaves those rules unchecked
-    /// there, with the reason).
+    /// there, with the reason). A provider's output in the wrong place
+    /// (another device's memory) reaches this adapter too: answer
+    /// `ReadBack::NotReadable` with the reason where your device cannot
+    /// read it (`placement` and `residency` judge where it is).
     fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
         let _ = tensor;
         None

@@ -119,7 +119,8 @@ impl TraceEvent {
             Self::Drain { device, domain } => format!("{device}: drain {}", name(domain)),
             Self::ProviderCalled { launch_domain } => match launch_domain {
                 Some(domain) => format!("provider called from a launch in {}", name(domain)),
-                None => "provider called outside any simulated domain".to_owned(),
+                None => "provider called (no simulated event domain traces this route's launches)"
+                    .to_owned(),
             },
             Self::ProviderReturned { how } => format!("provider returned ({how})"),
             Self::CopyQueued {
