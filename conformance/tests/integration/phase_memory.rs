@@ -5,13 +5,17 @@
 //! that each add as much are a leak. Driven through the public API with
 //! allocations made by hand on a simulated device.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tenferro_transfer_conformance::harness::{
-    Leak, LeakCheck, PhaseEvidence, PhaseMemory, RouteDeadline,
+    Case, Leak, LeakCheck, Oracle, PhaseEvidence, PhaseMemory, RouteDeadline, Watchdog,
 };
 use tenferro_transfer_conformance::mock_devices::SimStorage;
 use tenferro_transfer_conformance::prelude::*;
+
+use crate::support::blocks::counting_route;
+use crate::support::filling_cache::FillingCache;
 
 /// A phase that left 4 blocks in use, run again: the first run adds
 /// `first`, each later run `later`.
@@ -94,4 +98,39 @@ fn runs_that_each_add_less_than_the_phase_but_never_stop_are_a_leak() {
             "{stops_after}: {filled:?}"
         );
     }
+}
+
+/// A route whose case was seen filling a cache a block a call over 20
+/// calls (a correct deferred release): a phase whose runs meet the size
+/// once each fills such a cache as slowly, and runs that each add a block
+/// for 18 runs, then stop, are kept memory; runs that never stop are still
+/// a leak, after as many runs as the case's repetitions grew, plus two.
+#[test]
+fn a_route_seen_filling_a_cache_over_many_calls_gives_its_phases_as_many_runs() {
+    let route = counting_route(false).unwrap();
+    let device = route.destination().downcast::<SimDevice>().unwrap().clone();
+    let provider = Arc::new(FillingCache::new(device, 20, Duration::ZERO));
+    let mut watchdog =
+        Watchdog::new(route.clone(), provider.clone(), Duration::from_secs(60)).unwrap();
+    let case = Case::from_values(vec![4, 4], (0..16).map(|value| value as f32).collect()).unwrap();
+    let outcome = watchdog.run(&case).unwrap();
+    let judgement = Oracle.judge(&case, &route, &outcome);
+    assert!(judgement.passed(), "{:?}", judgement.violations());
+    assert!(
+        matches!(&outcome.leaks, LeakCheck::Kept(_)),
+        "the filled cache is kept memory: {:?}",
+        outcome.leaks
+    );
+
+    let filled = judged_on(route.clone(), |run| usize::from(run <= 18));
+    assert!(matches!(filled, LeakCheck::Kept(_)), "{filled:?}");
+    let steady = judged_on(route, |_| 1);
+    let LeakCheck::Checked(leaks) = &steady else {
+        panic!("{steady:?}");
+    };
+    let Some(Leak::Growth { repeated, .. }) = leaks.first() else {
+        panic!("{leaks:?}");
+    };
+    // The case grew on each of its 19 repetitions: the phase runs 21 times.
+    assert_eq!(repeated.len(), 21, "{repeated:?}");
 }

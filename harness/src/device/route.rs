@@ -177,9 +177,9 @@ impl Route {
     /// over which the memory in use grew on every one before it stopped
     /// (kept memory, not a leak): a cache that holds each freed block back
     /// for that many later calls of its size. A phase whose memory grew is
-    /// run again up to that many times plus two (at most twelve) before
-    /// growth that keeps pace with it is called a leak. 0 where no run
-    /// filled a cache so.
+    /// run again up to that many times plus two (at least twelve, at most
+    /// 48) before growth that never stops is called a leak. 0 where no
+    /// run filled a cache so.
     pub(crate) fn filling_seen(&self) -> usize {
         self.filling.load(Ordering::Relaxed)
     }

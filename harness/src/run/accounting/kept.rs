@@ -76,8 +76,10 @@ impl Filling {
 /// seen to fill a cache over more calls ([`Route::filling_seen`]).
 const PHASE_REPEATS: usize = 3;
 
-/// The most times a phase is run again while a cache the route's runs
-/// were seen to fill may still be filling.
+/// The most times a phase is run again while a cache may still be
+/// filling, unless a run of the route was seen to fill one over more calls
+/// ([`Route::filling_seen`]): then two more than that, up to
+/// [`Repetition::RUN`]'s `filling`.
 const PHASE_FILLING_REPEATS: usize = 12;
 
 /// Memory a run left in use on a device that repeating the run did not
@@ -249,10 +251,11 @@ fn with_profile(
 /// growth kept memory; two in a row that each add at least half as much
 /// as the phase did make it a leak (one alone may be the timing of the
 /// calls: a cache that met more of them side by side). Repetitions that
-/// each add less, but add, run on up to [`PHASE_FILLING_REPEATS`] times:
-/// memory that rose on every one of them is a leak (a steady leak behind
-/// a cache the phase filled, smaller than what the cache keeps), memory
-/// that stops rising is kept.
+/// each add less, but add, run on up to [`PHASE_FILLING_REPEATS`] times,
+/// or two more than the calls over which a run of the route was seen to
+/// fill a cache ([`Route::filling_seen`]): memory that rose on every one
+/// of them is a leak (a steady leak behind a cache the phase filled,
+/// smaller than what the cache keeps), memory that stops rising is kept.
 pub(crate) fn phase_kept_or_leaked(
     route: &Route,
     before: &[Sample; 2],
@@ -272,7 +275,10 @@ pub(crate) fn phase_kept_or_leaked(
     // fills over as many runs of a phase whose calls meet each size once:
     // until then, a repetition may add about as much as the phase did.
     let filling = route.filling_seen();
-    let mut repeats = (filling + 2).clamp(PHASE_REPEATS, PHASE_FILLING_REPEATS);
+    // A cache that fills a block a call over `filling` calls of a size
+    // fills as slowly over runs of a phase that meet the size once each.
+    let most = (filling + 2).clamp(PHASE_FILLING_REPEATS, Repetition::RUN.filling);
+    let mut repeats = (filling + 2).clamp(PHASE_REPEATS, most);
     let mut profile: [Vec<MemoryGrowth>; 2] = [Vec::new(), Vec::new()];
     let mut linear_in_a_row = 0;
     let mut repeat = 0;
@@ -300,13 +306,13 @@ pub(crate) fn phase_kept_or_leaked(
             return LeakCheck::Checked(with_profile(leaks, &endpoints, profile));
         }
         if repeat == repeats {
-            if repeats < PHASE_FILLING_REPEATS {
+            if repeats < most {
                 // Every run so far added memory, less than the phase did:
                 // a bounded cache still filling as the calls' timing
                 // allows stops within a few runs more; a steady leak
                 // behind a cache the phase filled (a block freed whose
                 // bytes the device still counts) does not.
-                repeats = PHASE_FILLING_REPEATS;
+                repeats = most;
             } else {
                 // Memory rose on every one of the runs of the same calls:
                 // no bounded cache fills that way.
