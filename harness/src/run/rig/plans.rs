@@ -107,7 +107,7 @@ impl Plans {
         engines: Engines<'_>,
         cases: &[Case],
         inputs: &[TensorRead<'_>],
-        keep: bool,
+        (keep, memory_only): (bool, bool),
     ) -> Result<Executed, HarnessError> {
         let signature = signature_of(cases);
         let key = program_key(cases);
@@ -127,6 +127,7 @@ impl Plans {
             inputs,
             targets: [source.target(), destination.target()],
             keep,
+            memory_only,
         };
         let mut engines: [&mut dyn ExecutionEngine; 2] = [source, destination];
         if !self.shape_specific.contains(&signature)
@@ -260,6 +261,9 @@ struct RunOn<'a, 'inputs, 'read> {
     targets: [EngineTarget; 2],
     /// Whether to keep the outputs `y_1..y_k`.
     keep: bool,
+    /// Whether only the run's memory is looked at: its outputs are not
+    /// read.
+    memory_only: bool,
 }
 
 impl RunOn<'_, '_, '_> {
@@ -280,7 +284,7 @@ impl RunOn<'_, '_, '_> {
             engines,
             plan,
             (self.cases, self.inputs),
-            self.keep,
+            (self.keep, self.memory_only),
             (self.spy, self.route.destination()),
         )
     }
@@ -319,16 +323,27 @@ pub(super) fn observe(
     }
 }
 
+/// A runtime output not read: a run repeated for its memory only.
+fn unread(read: TensorRead<'_>) -> RuntimeOutput {
+    RuntimeOutput {
+        dtype: read.dtype(),
+        shape: read.shape().to_vec(),
+        bytes: Compared::NotReadable {
+            reason: "not read: the run was repeated for its memory only".to_owned(),
+        },
+    }
+}
+
 /// One run of `plan` on the `inputs` of `cases`: the outputs read (each
 /// compared with its case's values as it is read: output `j` is input
-/// `j mod k`'s, `y_j` then its second read `z_j`), and `y_1..y_k` when
-/// `keep`. A panic anywhere in it is caught and becomes the verdict.
+/// `j mod k`'s, `y_j` then its second read `z_j`; none read when
+/// `memory_only`), and `y_1..y_k` when `keep`. A panic anywhere in it is caught and becomes the verdict.
 fn execute(
     runtime: &Runtime,
     engines: &mut [&mut dyn ExecutionEngine; 2],
     plan: &Prepared,
     (cases, inputs): (&[Case], &[TensorRead<'_>]),
-    keep: bool,
+    (keep, memory_only): (bool, bool),
     (spy, destination): (&Spy, &Endpoint),
 ) -> Executed {
     let run = catch_unwind(AssertUnwindSafe(|| {
@@ -337,7 +352,13 @@ fn execute(
                 let observed: Vec<RuntimeOutput> = outputs
                     .iter()
                     .zip(cases.iter().cycle())
-                    .map(|(output, case)| observe(output.read(), case.expected(), destination))
+                    .map(|(output, case)| {
+                        if memory_only {
+                            unread(output.read())
+                        } else {
+                            observe(output.read(), case.expected(), destination)
+                        }
+                    })
                     .collect();
                 // Held only when asked: held, an output keeps the
                 // provider's allocation alive where the destination

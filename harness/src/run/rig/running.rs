@@ -96,7 +96,7 @@ impl Rig {
             Sample::of(self.route.destination(), counted),
         ];
         self.spy.take();
-        let ran = self.stage_and_run(cases, &before[0], counted)?;
+        let ran = self.stage_and_run(cases, &before[0], counted, false)?;
         let calls = self.spy.take();
         if calls.is_empty() {
             lost_call(ran.executed.outputs.as_ref().err(), &self.route)?;
@@ -195,12 +195,17 @@ impl Rig {
     }
 
     /// Stage `cases` on the source, read their backing, run them, and read
-    /// their backing again.
+    /// their backing again; where only the run's memory is looked at
+    /// (`memory_only`: a repetition that tells kept memory from a leak),
+    /// read only what the provider returned, as its call ends (a storage
+    /// of the provider's that allocates as it is read is still read on
+    /// every repetition), neither the inputs nor the runtime's outputs.
     pub(super) fn stage_and_run(
         &mut self,
         cases: &[Case],
         source_before: &Sample,
         counted: bool,
+        memory_only: bool,
     ) -> Result<Ran, HarnessError> {
         let Self {
             route,
@@ -223,6 +228,9 @@ impl Rig {
                     .iter()
                     .zip(cases)
                     .map(|(input, case)| match case.layout() {
+                        _ if memory_only => InputBefore::NotReadable {
+                            reason: "not read: the run was repeated for its memory only".to_owned(),
+                        },
                         Layout::Owned if unread => InputBefore::CaseValues,
                         _ => read_before(route.source(), input, case),
                     })
@@ -245,7 +253,7 @@ impl Rig {
                     spy,
                     route,
                 };
-                let executed = plans.run(engines, cases, inputs, *keeping);
+                let executed = plans.run(engines, cases, inputs, (*keeping, memory_only));
                 spy.expect(Vec::new());
                 let executed = executed?;
                 // The transfers' outputs were read and dropped (unless held).
