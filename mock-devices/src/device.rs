@@ -81,6 +81,12 @@ pub enum Kernels {
     /// Always fresh device memory, written by the kernel: the result holds
     /// nothing of its input, as devices whose layout ops launch a copy do.
     Copying,
+    /// Fresh device memory, written by a kernel the engine queues and does
+    /// not wait for, as an asynchronous device's engine does: the result
+    /// refuses host reads (`GpuAccessInProgress`) until the engine is
+    /// synchronized (`ExecutionEngine::synchronize`) or runs its next
+    /// kernel (one queue, in order).
+    Queued,
 }
 
 #[derive(Debug)]
@@ -94,8 +100,8 @@ struct Identity {
     domain: AllocationDomainId,
     ledger: Arc<AllocationLedger>,
     accounting: Accounting,
-    /// Whether the layout kernels copy ([`Kernels::Copying`]).
-    copying: std::sync::atomic::AtomicBool,
+    /// What the layout kernels return ([`Kernels`]), as its index.
+    kernels: std::sync::atomic::AtomicU8,
     core: Arc<DeviceCore>,
 }
 
@@ -362,7 +368,7 @@ impl SimDevice {
                 domain: AllocationDomainId::fresh(),
                 ledger: Arc::new(AllocationLedger::default()),
                 accounting,
-                copying: std::sync::atomic::AtomicBool::new(false),
+                kernels: std::sync::atomic::AtomicU8::new(0),
                 core: Arc::new(DeviceCore::default()),
             }),
         })
@@ -500,17 +506,20 @@ impl SimDevice {
 
     /// Choose what the device's layout kernels return ([`Kernels`]).
     pub fn set_kernels(&self, kernels: Kernels) {
-        self.identity
-            .copying
-            .store(kernels == Kernels::Copying, Ordering::SeqCst);
+        let index = match kernels {
+            Kernels::Aliasing => 0,
+            Kernels::Copying => 1,
+            Kernels::Queued => 2,
+        };
+        self.identity.kernels.store(index, Ordering::SeqCst);
     }
 
     /// What the device's layout kernels return.
     pub fn kernels(&self) -> Kernels {
-        if self.identity.copying.load(Ordering::SeqCst) {
-            Kernels::Copying
-        } else {
-            Kernels::Aliasing
+        match self.identity.kernels.load(Ordering::SeqCst) {
+            1 => Kernels::Copying,
+            2 => Kernels::Queued,
+            _ => Kernels::Aliasing,
         }
     }
 

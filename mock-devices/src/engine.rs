@@ -12,22 +12,27 @@
 //! ([`crate::SimEventDomainDriver`]), so every launch is traced.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tenferro_runtime::{
     EngineTarget, EventDomainDriver, ExecutionContextIdentity, ExecutionEngine,
 };
 use tenferro_tensor::{
     BackendStorage, CompareDir, DType, DotGeneralConfig, ElementwiseReadOp, Engine, Error,
-    GatherConfig, PadConfig, Result, ScatterConfig, SessionCachedDot, SliceConfig, StorageBuffer,
-    Tensor, TensorAnalytic, TensorBuffer, TensorDeviceTransfer, TensorDot, TensorElementwise,
-    TensorFusion, TensorIndexing, TensorRead, TensorReduction, TensorStructural, TensorWrite,
+    GatherConfig, HostAccessError, PadConfig, Result, ScatterConfig, SessionCachedDot, SliceConfig,
+    StorageBuffer, Tensor, TensorAnalytic, TensorBuffer, TensorDeviceTransfer, TensorDot,
+    TensorElementwise, TensorFusion, TensorIndexing, TensorRead, TensorReduction, TensorStructural,
+    TensorWrite,
 };
 
 use crate::{
-    Element, Kernels, SimDevice, SimEventDomainDriver, SimStorage, StorageCompletion, is_compact,
-    read_compact, with_element,
+    CopyToken, Element, Kernels, SimDevice, SimEventDomainDriver, SimStorage, StorageCompletion,
+    is_compact, read_compact, with_element,
 };
+
+/// The stream a [`Kernels::Queued`] engine queues its kernels on: a queue
+/// of its own, apart from the providers' copies.
+const KERNEL_STREAM: usize = 31;
 
 /// The execution engine of one [`SimDevice`].
 ///
@@ -53,12 +58,29 @@ use crate::{
 #[derive(Debug)]
 pub struct SimEngine {
     device: SimDevice,
+    /// The kernels queued and not yet waited for ([`Kernels::Queued`]).
+    queued: Mutex<Vec<CopyToken>>,
 }
 
 impl SimEngine {
     /// The engine of `device`.
     pub fn new(device: SimDevice) -> Self {
-        Self { device }
+        Self {
+            device,
+            queued: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Wait for every kernel queued so far (one queue, in order).
+    fn drain(&self) -> Result<()> {
+        let queued =
+            std::mem::take(&mut *self.queued.lock().unwrap_or_else(PoisonError::into_inner));
+        for kernel in queued {
+            kernel
+                .wait()
+                .map_err(|error| Error::backend_source("SimEngine::synchronize", error))?;
+        }
+        Ok(())
     }
 
     /// The device this engine runs on.
@@ -158,9 +180,25 @@ impl SimEngine {
                 "element count must not change",
             ));
         }
+        if self.device.kernels() != Kernels::Queued {
+            return with_element!(input.dtype(), T => {
+                let values = read_compact::<T>(input)?;
+                self.device.tensor(shape.to_vec(), values)
+            }, external => Err(unsupported_dtype(op, input.dtype())));
+        }
         with_element!(input.dtype(), T => {
-            let values = read_compact::<T>(input)?;
-            self.device.tensor(shape.to_vec(), values)
+            // The kernel runs after the earlier ones: an input one of them
+            // still writes is read once they are done.
+            let values = match read_compact::<T>(input) {
+                Err(Error::HostAccess { source: HostAccessError::GpuAccessInProgress, .. }) => {
+                    self.drain()?;
+                    read_compact::<T>(input)?
+                }
+                read => read?,
+            };
+            let (tensor, kernel) = self.device.stream(KERNEL_STREAM).enqueue_copy(shape.to_vec(), values)?;
+            self.queued.lock().unwrap_or_else(PoisonError::into_inner).push(kernel);
+            Ok(tensor)
         }, external => Err(unsupported_dtype(op, input.dtype())))
     }
 }
@@ -187,6 +225,10 @@ impl ExecutionEngine for SimEngine {
 
     fn event_domain_driver(&self) -> Arc<dyn EventDomainDriver> {
         Arc::new(SimEventDomainDriver::new(self.device.name()))
+    }
+
+    fn synchronize(&mut self) -> tenferro_runtime::Result<()> {
+        self.drain().map_err(tenferro_runtime::Error::from)
     }
 }
 

@@ -34,6 +34,7 @@ mod plain_host;
 mod pressure;
 mod provider_suite;
 mod quarantine;
+mod queued_kernels;
 mod queued_stage;
 mod replaced_provider;
 mod replay;

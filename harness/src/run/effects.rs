@@ -4,6 +4,7 @@
 //! devices; the oracle compares.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::values::compared::{Reference, ReferenceView, compare_with};
 use crate::{Case, Compared, Element, Layout, with_element};
@@ -283,20 +284,78 @@ fn refused(source: &Endpoint, error: &HostAccessError, method: &str) -> ReadBack
 }
 
 /// A runtime output the rig holds, read again and compared with `bytes`,
-/// what it held when it was returned, as it is read: through the
-/// destination's adapter where it reads the tensor back, else from its
-/// mapped buffer.
+/// what it held when it was returned, as it is read ([`read_output`]).
 pub(crate) fn reread_output(
     destination: &Endpoint,
     tensor: &Tensor,
     bytes: ReferenceView<'_>,
 ) -> Compared {
-    if let Some(read) = destination.adapter().read_back(tensor) {
-        return Compared::of(read, bytes);
+    read_output(destination, &TensorRead::from_tensor(tensor), bytes)
+}
+
+/// How long a read of a runtime output that the device refuses while its
+/// queued work still owns the memory (`GpuAccessInProgress`) is tried
+/// again: an engine that queues its kernels and never says when they are
+/// done ([`ExecutionEngine::synchronize`](tenferro_runtime::ExecutionEngine::synchronize)
+/// answers at once) finishes them on its own.
+const IN_PROGRESS_PATIENCE: Duration = Duration::from_secs(2);
+
+/// A runtime output (the destination engine's, or the provider's that the
+/// runtime holds) compared with `expected` as it is read: through the
+/// destination's adapter where it reads the tensor back, else from its
+/// mapped buffer, tried again while the device refuses the mapping because
+/// queued work still owns the memory (the destination settled between
+/// tries, up to [`IN_PROGRESS_PATIENCE`]): the engine's work is not the
+/// provider's, and a caller waits for it.
+pub(crate) fn read_output(
+    destination: &Endpoint,
+    read: &TensorRead<'_>,
+    expected: ReferenceView<'_>,
+) -> Compared {
+    let read_back = match read {
+        TensorRead::Tensor(tensor) => destination.adapter().read_back(tensor),
+        TensorRead::View(_) => None,
+    };
+    if let Some(read_back) = read_back {
+        return Compared::of(read_back, expected);
     }
-    let read = TensorRead::from_tensor(tensor);
     with_element!(read.dtype(), T => {
-        crate::values::compact::compare_compact::<T>(&read, bytes)
+        once_ready(destination, || crate::values::compact::compare_compact::<T>(read, expected))
             .unwrap_or_else(|error| Compared::Failed { reason: error.to_string() })
     }, external => Compared::Failed { reason: "external dtype".to_owned() })
+}
+
+/// `read`, tried again while the device refuses host access because GPU
+/// work still owns the memory, `endpoint` settled between tries, for up to
+/// [`IN_PROGRESS_PATIENCE`]; the last refusal then says how long it waited.
+fn once_ready<R>(
+    endpoint: &Endpoint,
+    mut read: impl FnMut() -> tenferro_tensor::Result<R>,
+) -> Result<R, String> {
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match read() {
+            Err(tenferro_tensor::Error::HostAccess {
+                source: HostAccessError::GpuAccessInProgress,
+                ..
+            }) if started.elapsed() < IN_PROGRESS_PATIENCE => {
+                endpoint.settle();
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(
+                error @ tenferro_tensor::Error::HostAccess {
+                    source: HostAccessError::GpuAccessInProgress,
+                    ..
+                },
+            ) => {
+                return Err(format!(
+                    "{error} (still, after {} s of waiting for the device's queued work)",
+                    IN_PROGRESS_PATIENCE.as_secs()
+                ));
+            }
+            other => return other.map_err(|error| error.to_string()),
+        }
+    }
 }

@@ -16,11 +16,10 @@ use tenferro_runtime::{CompiledGraph, EngineTarget, ExecutionEngine, Prepared, R
 use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::program::{Extents, identity_program};
+use crate::run::effects::read_output;
 use crate::run::spy::panic_message;
 use crate::settings::DEFAULT_PLAN_LIMIT;
-use crate::values::compact::compare_compact;
 use crate::values::compared::ReferenceView;
-use crate::with_element;
 use crate::{
     Case, Compared, Endpoint, HarnessError, Layout, Route, RuntimeOutput, RuntimeVerdict, Spy,
 };
@@ -298,28 +297,16 @@ impl RunOn<'_, '_, '_> {
 }
 
 /// The values of a runtime output, as they are now, compared with
-/// `expected` as they are read: through the destination's adapter where it
-/// reads the tensor back (memory the host cannot map), else from its
-/// mapped buffer.
+/// `expected` as they are read ([`read_output`]).
 pub(super) fn observe(
     read: TensorRead<'_>,
     expected: ReferenceView<'_>,
     destination: &Endpoint,
 ) -> RuntimeOutput {
-    let read_back = match &read {
-        TensorRead::Tensor(tensor) => destination.adapter().read_back(tensor),
-        TensorRead::View(_) => None,
-    };
-    let bytes = match read_back {
-        Some(read_back) => Compared::of(read_back, expected),
-        None => with_element!(read.dtype(), T => {
-            compare_compact::<T>(&read, expected).unwrap_or_else(|error| Compared::Failed { reason: error.to_string() })
-        }, external => Compared::Failed { reason: "external dtype".to_owned() }),
-    };
     RuntimeOutput {
         dtype: read.dtype(),
         shape: read.shape().to_vec(),
-        bytes,
+        bytes: read_output(destination, &read, expected),
     }
 }
 
@@ -347,7 +334,17 @@ fn execute(
     (spy, destination): (&Spy, &Endpoint),
 ) -> Executed {
     let run = catch_unwind(AssertUnwindSafe(|| {
-        match runtime.run(engines, plan, inputs) {
+        // `Runtime::run` returns once an asynchronous engine has queued
+        // the work: its outputs are read once the engines have finished it,
+        // as a caller reads them. The provider's own output was read at
+        // its return, before anything waited for it.
+        let ran = runtime.run(engines, plan, inputs).and_then(|outputs| {
+            for engine in engines.iter_mut() {
+                engine.synchronize()?;
+            }
+            Ok(outputs)
+        });
+        match ran {
             Ok(outputs) if outputs.len() >= inputs.len() => {
                 let observed: Vec<RuntimeOutput> = outputs
                     .iter()
