@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use tenferro_transfer_harness::strategy::Recipe;
 use tenferro_transfer_harness::{
-    Case, HarnessError, Judgement, Layout, Oracle, Outcome, OutsideCase, Route, RuntimeVerdict,
-    Watchdog, abandoned_reason, describe_error, not_reached_reason, panic_message,
+    Case, HarnessError, Judgement, Oracle, Outcome, OutsideCase, Route, RuntimeVerdict, Watchdog,
+    abandoned_reason, describe_error, not_reached_reason, panic_message,
 };
 
 use crate::coverage::Coverage;
@@ -274,8 +274,8 @@ pub(crate) fn run_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe
 }
 
 /// `recipe` replayed as the fixed pass may have run it: its inputs read
-/// beside the call; then, where that broke no rule and its case is owned,
-/// once more with its inputs handed over unread
+/// beside the call; then, where that broke no rule, once more with its
+/// inputs handed over unread
 /// ([`Watchdog::hand_inputs_unread`]): a provider that copies an input
 /// before the writes still queued into it land fails only there. The run
 /// that broke a rule is the answer, else the first.
@@ -284,7 +284,7 @@ pub(crate) fn replay_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Rec
     let watched = run_recipe(watchdog, route, recipe);
     watchdog.watch_inputs(false);
     let passed = matches!(&watched, Ok((judgement, _)) if judgement.passed());
-    if !passed || recipe.layout != Layout::Owned {
+    if !passed {
         return watched;
     }
     watchdog.hand_inputs_unread(true);

@@ -3,8 +3,9 @@
 //! provider must wait for the writes still queued into its input before
 //! it copies it, as it must for a kernel still writing a tensor a program
 //! moves. The suite reads most inputs through the device before the call,
-//! which lands them; the second owned case of each dtype and size reaches
-//! the provider unread (`Rig::hand_inputs_unread`). Written as a vendor
+//! which lands them; the second owned case of each dtype and size, and
+//! each fixed view once more, reach the provider unread
+//! (`Rig::hand_inputs_unread`). Written as a vendor
 //! would, from the public API (blind probe 11's `b06-stale-source`, a
 //! peer copy that did not wait for its input's queued writes, passed
 //! every rule).
@@ -12,6 +13,7 @@
 use std::sync::Arc;
 
 use tenferro_tensor::Error;
+use tenferro_transfer_conformance::Verdict;
 use tenferro_transfer_conformance::adapter::*;
 
 use crate::support::vendor_sim::{VendorSim, on_vendor_sim};
@@ -74,6 +76,16 @@ fn a_download_that_does_not_wait_for_its_inputs_queued_writes_fails() {
         text.contains("in flight") || text.contains("progress"),
         "{text}"
     );
+    // Strided views too: each fixed view runs once more unread (blind
+    // probe 12's M80 and M91 gathered a view before its backing's queued
+    // writes landed).
+    let failing_views: Vec<&str> = report
+        .rows()
+        .iter()
+        .filter(|row| row.verdict == Verdict::Fail && row.layout.starts_with("view("))
+        .map(|row| row.layout.as_str())
+        .collect();
+    assert!(!failing_views.is_empty(), "{}", report.to_table());
     // Its replay line hands the input over unread too, and fails again
     // (on the route that reads at once; the other passes).
     let replayed = suite.replay(replay_json(&text));

@@ -250,10 +250,11 @@ impl Rig {
     /// `stage` may leave its upload queued, as a kernel still writing a
     /// tensor leaves it when a program moves it; unread, the input
     /// reaches the provider so, and one that copies it without waiting for
-    /// those writes delivers stale values (`values`). The input is still
-    /// read after the call and compared with the case's values
-    /// (`input-intact`); a view input is read first either way (its
-    /// backing holds more than the case's values).
+    /// those writes delivers stale values (`values`). An owned input is
+    /// still read after the call and compared with the case's values
+    /// (`input-intact`); a view input is not read at all (its backing
+    /// holds more than the case's values, as the adapter staged it), and
+    /// `input-intact` is not checked on its case.
     ///
     /// # Examples
     ///
