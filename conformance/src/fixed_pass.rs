@@ -31,7 +31,7 @@ pub(crate) struct FixedPass {
     held: Vec<Recipe>,
     /// The kinds of case whose input was read beside the call.
     watched: HashSet<(DType, Vec<LayoutClass>, SizeClass)>,
-    /// The kinds of case whose input was handed over unread.
+    /// The kinds of owned case whose input was handed over unread.
     unread: HashSet<(DType, Vec<LayoutClass>, SizeClass)>,
 }
 
@@ -63,10 +63,10 @@ impl FixedPass {
             SizeClass::of(case.len()),
         );
         let watch = self.watched.insert(kind.clone());
-        // The next case of the kind reaches the provider as staged,
+        // The next owned case of the kind reaches the provider as staged,
         // unread: a read through the source waits for writes still queued
         // into it, and the provider must (`Rig::hand_inputs_unread`).
-        let unread = !watch && self.unread.insert(kind);
+        let unread = !watch && kind.1 == [LayoutClass::Owned] && self.unread.insert(kind);
         watchdog.watch_inputs(watch);
         watchdog.hand_inputs_unread(unread);
         let mut run = run_case(watchdog, route, case, JudgedAs::Inside, None);
@@ -76,11 +76,12 @@ impl FixedPass {
         if unread {
             watchdog.hand_inputs_unread(false);
         }
-        // Each fixed view is a kind of its own, met once and read beside
-        // the call: where that broke no rule, the view runs once more,
-        // handed over unread, and a rule it breaks there is the answer.
+        // A view's backing holds more than the case's values, so its
+        // unread run judges no `input-intact`: each fixed view runs first
+        // read, and where that broke no rule, once more handed over
+        // unread; a rule it breaks there is the answer.
         let passed = matches!(&run, Ok((judgement, _)) if judgement.passed());
-        if watch && matches!(case.layout(), Layout::View(_)) && passed {
+        if matches!(case.layout(), Layout::View(_)) && passed {
             watchdog.hand_inputs_unread(true);
             let again = run_case(watchdog, route, case, JudgedAs::Inside, None);
             watchdog.hand_inputs_unread(false);

@@ -84,8 +84,9 @@ pub enum Kernels {
     /// Fresh device memory, written by a kernel the engine queues and does
     /// not wait for, as an asynchronous device's engine does: the result
     /// refuses host reads (`GpuAccessInProgress`) until the engine is
-    /// synchronized (`ExecutionEngine::synchronize`) or runs its next
-    /// kernel (one queue, in order).
+    /// synchronized (`ExecutionEngine::synchronize`), or a later kernel
+    /// reads it (one queue, in order: the engine then waits for the
+    /// kernels before it).
     Queued,
 }
 
