@@ -59,7 +59,9 @@ pub use device::absent::device_required;
 pub use device::completion::CompletionState;
 pub use device::description::DeviceDescription;
 pub use device::device_error::DeviceError;
-pub use device::endpoint::{Availability, DeviceEndpoint, EngineRole, ReadBack, stage_via_host};
+pub use device::endpoint::{
+    Availability, DeviceEndpoint, EngineRole, QUEUE_STALL, ReadBack, stage_via_host,
+};
 pub use device::host::adapter::{
     CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain,
 };

@@ -2,6 +2,7 @@
 //! first plug-in of the [`DeviceEndpoint`] trait.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tenferro_runtime::{EngineRegistration, ExecutionEngine};
 use tenferro_tensor::{Tensor, TensorRead};
@@ -78,6 +79,11 @@ impl DeviceEndpoint for SimDevice {
 
     fn launches_in_own_domain(&self) -> bool {
         true
+    }
+
+    /// Stalls in [`CompletionMode::Latency`](crate::CompletionMode::Latency) only.
+    fn stall_queues(&self, pause: Duration) -> bool {
+        self.stall(pause)
     }
 }
 

@@ -123,6 +123,8 @@ pub(crate) struct DeviceCore {
     mode: Mutex<CompletionMode>,
     pending: Mutex<Vec<Weak<CopyOp>>>,
     last_due: Mutex<HashMap<usize, Instant>>,
+    /// Until when every stream is held back ([`SimDevice::stall`]).
+    stalled_until: Mutex<Option<Instant>>,
     copy_numbers: AtomicU64,
     /// The device's clock, which waits skip ahead.
     clock: SimClock,
@@ -225,6 +227,7 @@ impl DeviceCore {
     }
 
     pub(crate) fn in_stream_order(&self, stream: usize, due: Instant) -> Instant {
+        let due = lock(&self.stalled_until).map_or(due, |until| due.max(until));
         let mut last = lock(&self.last_due);
         let due = last.get(&stream).map_or(due, |previous| due.max(*previous));
         last.insert(stream, due);
@@ -528,6 +531,43 @@ impl SimDevice {
     pub fn set_completion_mode(&self, mode: CompletionMode) {
         *lock(&self.identity.core.mode) = mode;
         lock(&self.identity.core.last_due).clear();
+        *lock(&self.identity.core.stalled_until) = None;
+    }
+
+    /// Hold back every copy queued from now on (on any stream) until
+    /// `pause` has passed on the device's clock, as a busy device would:
+    /// in [`CompletionMode::Latency`] only, where copies land on their own
+    /// (`true`); in [`CompletionMode::Held`] nothing lands on its own, and
+    /// the device answers `false`. Waiting on a held-back copy skips the
+    /// clock ahead, as any wait does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tenferro_mock_devices::{CompletionMode, SimDevice};
+    ///
+    /// let device = SimDevice::new(0).unwrap();
+    /// assert!(!device.stall(Duration::from_millis(10)));
+    /// device.set_completion_mode(CompletionMode::Latency {
+    ///     base: Duration::ZERO,
+    ///     jitter: Duration::ZERO,
+    ///     seed: 1,
+    /// });
+    /// assert!(device.stall(Duration::from_secs(3600)));
+    /// let (_tensor, token) = device.stream(0).enqueue_copy(vec![1], vec![1.5_f64]).unwrap();
+    /// assert!(!token.is_complete());
+    /// token.wait().unwrap();
+    /// ```
+    pub fn stall(&self, pause: Duration) -> bool {
+        let core = &self.identity.core;
+        if core.mode() == CompletionMode::Held {
+            return false;
+        }
+        let until = core.clock.now() + pause;
+        let mut stalled = lock(&core.stalled_until);
+        *stalled = Some(stalled.map_or(until, |earlier| earlier.max(until)));
+        true
     }
 
     /// Complete every copy in flight that can complete (a copy that never

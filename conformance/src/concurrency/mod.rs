@@ -42,8 +42,8 @@ use tenferro_mock_devices::providers::Fault;
 use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, recipe};
 use tenferro_transfer_harness::{
-    DEFAULT_DEADLINE, HarnessError, Oracle, Outcome, PhaseEvidence, Route, RouteDeadline,
-    SpyRecord, Watchdog, describe_error, panic_message,
+    DEFAULT_DEADLINE, HarnessError, Oracle, Outcome, PhaseEvidence, QUEUE_STALL, Route,
+    RouteDeadline, SpyRecord, Watchdog, describe_error, panic_message,
 };
 
 use crate::BuiltinProvider;
@@ -391,6 +391,9 @@ impl Shared<'_> {
         }
         let mut calls = Vec::with_capacity(plan.len());
         for (index, recipe) in plan.iter().enumerate() {
+            if thread == 0 {
+                stall_round(self.route, index);
+            }
             self.barrier.wait();
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
             let (outcome, accounting_seen, coverage) = match &mut watchdog {
@@ -456,6 +459,22 @@ impl Shared<'_> {
         }
         calls
     }
+}
+
+/// Before round `round` starts (every thread is at its barrier or on its
+/// way there, none calling), stall the queues of the route's destination
+/// (one round in three) or source (the next), where they can stall
+/// ([`Endpoint::stall_queues`](tenferro_transfer_harness::Endpoint::stall_queues)):
+/// the round's calls then overlap with queued work on one device held
+/// back, as a busy device holds it, and a provider that reuses memory
+/// another queue has not yet read, or reads memory not yet written, meets
+/// it. The third round runs at the devices' own pace.
+fn stall_round(route: &Route, round: usize) {
+    match round % 3 {
+        0 => route.destination().stall_queues(QUEUE_STALL),
+        1 => route.source().stall_queues(QUEUE_STALL),
+        _ => false,
+    };
 }
 
 /// Drive one instance of `builtin` from `options.threads` threads at once,

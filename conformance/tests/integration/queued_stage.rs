@@ -11,7 +11,9 @@
 //! every rule).
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use tenferro_mock_devices::CompletionMode;
 use tenferro_tensor::Error;
 use tenferro_transfer_conformance::Verdict;
 use tenferro_transfer_conformance::adapter::*;
@@ -90,4 +92,67 @@ fn a_download_that_does_not_wait_for_its_inputs_queued_writes_fails() {
     // (on the route that reads at once; the other passes).
     let replayed = suite.replay(replay_json(&text));
     assert_eq!(replayed.summary().failed, 1, "{}", replayed.to_table());
+}
+
+/// `sim0` to the host, its staged upload queued but landing on its own at
+/// once (latency mode, no latency), as a fast device's does; `stalling`:
+/// its adapter answers the suite's `stall_queues`.
+fn fast_queued_source(stalling: bool) -> Result<Route, HarnessError> {
+    let device = SimDevice::new(0).adapter_context("opening sim0")?;
+    device.set_completion_mode(CompletionMode::Latency {
+        base: Duration::ZERO,
+        jitter: Duration::ZERO,
+        seed: 1,
+    });
+    let source = VendorSim::new(device.clone(), vec![device], true);
+    let source = if stalling { source.stalling() } else { source };
+    Route::new(Endpoint::new(source), Endpoint::host("host")?)
+}
+
+/// On a device fast enough that the staged writes land before the suite
+/// calls the provider, the race is only met where the device can stall its
+/// queue: the suite stalls the source before staging an input it hands
+/// over unread (blind probe 12's M80 and M91 on a device whose staged
+/// writes landed within about 200 µs).
+#[test]
+fn a_stalled_source_meets_a_download_that_does_not_wait_for_queued_writes() {
+    let download = |waits_for_input| {
+        on_vendor_sim(true, move |source| {
+            Arc::new(Download {
+                source: source.device.clone(),
+                waits_for_input,
+            })
+        })
+    };
+    let suite = ProviderSuite::new("fast-queued-stage", Level::V2)
+        .route("waits", || fast_queued_source(true), download(true))
+        .route(
+            "reads_at_once",
+            || fast_queued_source(true),
+            download(false),
+        )
+        .route(
+            "reads_at_once_unstalled",
+            || fast_queued_source(false),
+            download(false),
+        )
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    no_rule_fails(&suite, &report, "waits", Level::V2.rules());
+    // Without a stall the writes have landed before the provider reads:
+    // the race is not met (which is why the stall exists).
+    no_rule_fails(
+        &suite,
+        &report,
+        "reads_at_once_unstalled",
+        Level::V2.rules(),
+    );
+    let RuleVerdict::Fail(text) = suite.check(&report, "reads_at_once", Rule::NoError) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(
+        text.contains("in flight") || text.contains("progress"),
+        "{text}"
+    );
 }

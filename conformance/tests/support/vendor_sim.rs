@@ -18,6 +18,7 @@ pub struct VendorSim {
     pub device: SimDevice,
     drains: Vec<SimDevice>,
     queues_stage: bool,
+    stalls: bool,
 }
 
 impl VendorSim {
@@ -28,6 +29,16 @@ impl VendorSim {
             device,
             drains,
             queues_stage,
+            stalls: false,
+        }
+    }
+
+    /// The same, answering the suite's `stall_queues` with the simulated
+    /// device's stall (which holds back copies only in latency mode).
+    pub fn stalling(self) -> Self {
+        Self {
+            stalls: true,
+            ..self
         }
     }
 }
@@ -123,6 +134,10 @@ impl DeviceEndpoint for VendorSim {
     /// Copies still queued hold their memory until they land.
     fn settle(&self) {
         self.device.release_all();
+    }
+
+    fn stall_queues(&self, pause: std::time::Duration) -> bool {
+        self.stalls && self.device.stall(pause)
     }
 
     fn launches_in_own_domain(&self) -> bool {

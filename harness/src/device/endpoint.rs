@@ -11,6 +11,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tenferro_runtime::{EngineRegistration, ExecutionEngine};
 use tenferro_tensor::{Tensor, TensorRead, TensorView};
@@ -87,6 +88,7 @@ pub enum ReadBack {
 /// | [`allocation_ledger`](DeviceEndpoint::allocation_ledger) | none | `no-leak` from the ledger not checked |
 /// | [`memory_in_use`](DeviceEndpoint::memory_in_use) | none | `no-leak` from counts not checked (level V2) |
 /// | [`settle`](DeviceEndpoint::settle) | nothing to wait for | |
+/// | [`stall_queues`](DeviceEndpoint::stall_queues) | cannot stall | races on queued work open only as wide as the suite's own pace makes them |
 /// | [`availability`](DeviceEndpoint::availability) | available | |
 /// | [`launches_in_own_domain`](DeviceEndpoint::launches_in_own_domain) | `false` | the launch domain is not checked |
 ///
@@ -295,6 +297,33 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// default does nothing: a device that frees as tensors drop.
     fn settle(&self) {}
 
+    /// Hold back the work queued on this device from now on for `pause`
+    /// ([`QUEUE_STALL`]), as a busy device would, and return at once:
+    /// `true` when the stall is queued, `false` (the default) when the
+    /// device cannot stall.
+    ///
+    /// The suite stalls a source just before it stages an input it hands
+    /// over unread ([`Rig::hand_inputs_unread`](crate::Rig::hand_inputs_unread)),
+    /// and a route's devices at the start of some rounds of its concurrent
+    /// calls. A provider that waits for the queued work it depends on (the
+    /// writes into its input, another queue's read of its scratch memory)
+    /// gets the right bytes a little later; one that does not reads memory
+    /// not yet written, or reuses memory not yet read, and breaks `values`.
+    /// Without a stall those races stay as narrow as the device is fast,
+    /// usually narrower than the suite's own time between staging an input
+    /// and calling the provider, so they are rarely met.
+    ///
+    /// Stall the queues the suite's work goes to: those `stage` writes
+    /// through and your engine's kernels run on (a worker-thread queue:
+    /// queue a job that sleeps `pause`; CUDA: a host function that sleeps,
+    /// `cuLaunchHostFunc`, on each such stream). Work queued before the
+    /// call is not held back; nothing may be lost or reordered within a
+    /// queue.
+    fn stall_queues(&self, pause: Duration) -> bool {
+        let _ = pause;
+        false
+    }
+
     /// Whether the device can run here. An unavailable device makes every
     /// case of its routes a skip with the reason; [`REQUIRE_DEVICES_ENV`](crate::REQUIRE_DEVICES_ENV)
     /// turns that into a failure.
@@ -309,6 +338,12 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
         false
     }
 }
+
+/// How long the suite stalls a device's queues at once
+/// ([`DeviceEndpoint::stall_queues`]): far longer than a fast device takes
+/// to land a small write, so a provider that does not wait for queued work
+/// meets it unfinished.
+pub const QUEUE_STALL: Duration = Duration::from_millis(10);
 
 /// Stage `case` on a device that takes plain host tensors into its memory:
 /// `upload` receives a plain host tensor (the case's values, or for a view

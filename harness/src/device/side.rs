@@ -78,6 +78,12 @@ impl Endpoint {
         self.adapter.settle();
     }
 
+    /// Hold back the work queued on the device from now on for `pause`
+    /// ([`DeviceEndpoint::stall_queues`]): whether the device stalled.
+    pub fn stall_queues(&self, pause: std::time::Duration) -> bool {
+        self.adapter.stall_queues(pause)
+    }
+
     /// The adapter.
     pub fn adapter(&self) -> &Arc<dyn DeviceEndpoint> {
         &self.adapter

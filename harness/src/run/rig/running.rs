@@ -16,7 +16,8 @@ use crate::run::spy::Expected;
 use crate::trace;
 use crate::values::compared::Reference;
 use crate::{
-    Case, Compared, HarnessError, Layout, Outcome, RuntimeOutput, RuntimeVerdict, SpyRecord,
+    Case, Compared, HarnessError, Layout, Outcome, QUEUE_STALL, RuntimeOutput, RuntimeVerdict,
+    SpyRecord,
 };
 
 /// What the staged part of a run produced.
@@ -217,6 +218,12 @@ impl Rig {
             keeping,
             ..
         } = self;
+        // Inputs handed over unread are staged behind a stall of the
+        // source's queues, where it can stall: writes still queued into
+        // them when the provider is called are met, not raced past.
+        if spy.hands_inputs_unread() && !memory_only {
+            route.source().stall_queues(QUEUE_STALL);
+        }
         with_inputs(
             route.source(),
             cases,
