@@ -273,9 +273,32 @@ pub(crate) fn run_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe
     run_recipe_covered(watchdog, route, recipe, drop).0
 }
 
+/// The seed of the twin a run handed over unread after a read one moves
+/// ([`unread_twin`]).
+const UNREAD_TWIN_SEED: u64 = 0x756e_7265_6164;
+
+/// What a run handed over unread right after a read run of `recipe`
+/// moves: `recipe`'s twin (a few interior elements changed), not `recipe`
+/// itself. The read run's memory was freed just before: a caching
+/// allocator hands the same block back, still holding `recipe`'s values,
+/// and a provider that copies the input before the writes queued into it
+/// land would copy exactly the values it should. A twin of a twin is
+/// another twin; a run of several inputs is moved as it is.
+pub(crate) fn unread_twin(recipe: &Recipe) -> Recipe {
+    if !recipe.with.is_empty() {
+        return recipe.clone();
+    }
+    let seed = if recipe.twin == Some(UNREAD_TWIN_SEED) {
+        UNREAD_TWIN_SEED + 1
+    } else {
+        UNREAD_TWIN_SEED
+    };
+    recipe.twin(seed)
+}
+
 /// `recipe` replayed as the fixed pass may have run it: its inputs read
-/// beside the call; then, where that broke no rule, once more with its
-/// inputs handed over unread
+/// beside the call; then, where that broke no rule, its twin
+/// ([`unread_twin`]) with its inputs handed over unread
 /// ([`Watchdog::hand_inputs_unread`]): a provider that copies an input
 /// before the writes still queued into it land fails only there. The run
 /// that broke a rule is the answer, else the first.
@@ -288,7 +311,7 @@ pub(crate) fn replay_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Rec
         return watched;
     }
     watchdog.hand_inputs_unread(true);
-    let unread = run_recipe(watchdog, route, recipe);
+    let unread = run_recipe(watchdog, route, &unread_twin(recipe));
     watchdog.hand_inputs_unread(false);
     match unread {
         Ok((judgement, outcome)) if !judgement.passed() => Ok((judgement, outcome)),
