@@ -25,7 +25,9 @@ pub const LARGE_ELEMENTS: usize = 1 << 20;
 
 /// The fixed set: rank 0, a zero-length dimension, a single element, odd
 /// sizes, rank 4, two strided views with offsets (one with a negative
-/// stride, one permuted), and about a million elements.
+/// stride, one permuted), a compact view at offset 0 of a longer backing
+/// (what a provider may copy as if it owned the whole storage), and about
+/// a million elements.
 ///
 /// # Examples
 ///
@@ -78,6 +80,11 @@ pub fn fixed_shapes(include_large: bool) -> Vec<FixedShape> {
             shape: vec![4, 3],
             layout: permuted_view(),
         },
+        FixedShape {
+            name: "compact-view",
+            shape: vec![4, 3],
+            layout: compact_view(),
+        },
     ];
     if include_large {
         shapes.push(FixedShape {
@@ -127,6 +134,27 @@ fn permuted_view() -> Layout {
             },
         ],
         permutation: vec![1, 0],
+    })
+}
+
+/// The first 3 columns of a 4x5 backing (column-major): compact, at
+/// offset 0, strides [1, 4], the backing's last 8 elements past its end.
+fn compact_view() -> Layout {
+    Layout::View(ViewSpec {
+        backing_shape: vec![4, 5],
+        axes: vec![
+            ViewAxis {
+                first: 0,
+                step: 1,
+                len: 4,
+            },
+            ViewAxis {
+                first: 0,
+                step: 1,
+                len: 3,
+            },
+        ],
+        permutation: vec![],
     })
 }
 
