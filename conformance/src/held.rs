@@ -17,8 +17,12 @@
 //! even on a device whose kernels write fresh memory (where the outputs
 //! the caller holds across runs are the kernels', not the provider's).
 //! Last, the largest case above [`HELD_MAX_ELEMENTS`] of one dtype moves
-//! in a pair and once more, held: a pool of large blocks kept apart from
-//! the small ones breaks there alone.
+//! in a pair and twice more, held: a pool of large blocks kept apart from
+//! the small ones breaks there alone. The first of those two runs reads
+//! its output only after the second, its destination's queues stalled as
+//! the call returns ([`Watchdog::defer_output_reads`]), as a caller that
+//! collects a result later reads it: the destination engine's kernel over
+//! the provider's output is still queued while the next call writes.
 //! Every input is judged on every rule; the memory the devices keep over
 //! the pass is judged as a whole (`no-leak`): outputs held on purpose are
 //! no leak, and once they are released nothing of the pass may remain.
@@ -265,13 +269,21 @@ fn hold_pairs(watchdog: &mut Watchdog, route: &Route, recipes: &[Recipe]) -> Hel
     }
     // Above the held size, one case of one dtype: its pair, then one more
     // of its size, held (a pool of large blocks apart from the small ones
-    // breaks there alone).
+    // breaks there alone), its outputs read only after one more run of its
+    // size: the destination engine's kernel over it is still queued while
+    // that run's call writes (a block freed in stream order and written
+    // again without waiting for that kernel breaks there).
     if let Some(recipe) = largest_beyond_held(recipes) {
         let pair = recipe.clone().moved_with(vec![sibling(recipe)]);
         if pass.run(watchdog, route, &pair, usize::MAX) {
             pass.runs += 1;
         }
+        watchdog.defer_output_reads(true);
         if pass.run(watchdog, route, &stacked(recipe, 0), usize::MAX) {
+            pass.stacked_runs += 1;
+        }
+        watchdog.defer_output_reads(false);
+        if pass.run(watchdog, route, &stacked(recipe, 1), usize::MAX) {
             pass.stacked_runs += 1;
         }
     }

@@ -60,7 +60,8 @@ pub use device::completion::CompletionState;
 pub use device::description::DeviceDescription;
 pub use device::device_error::DeviceError;
 pub use device::endpoint::{
-    Availability, DeviceEndpoint, EngineRole, QUEUE_STALL, ReadBack, stage_via_host,
+    Availability, DEFERRED_READ_STALL, DeviceEndpoint, EngineRole, QUEUE_STALL, ReadBack,
+    stage_via_host,
 };
 pub use device::host::adapter::{
     CPU_STORAGE_CLASS, HOST_PROVIDER_ID, HostEndpoint, HostMemoryDomain,

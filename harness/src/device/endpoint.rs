@@ -345,6 +345,13 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
 /// meets it unfinished.
 pub const QUEUE_STALL: Duration = Duration::from_millis(10);
 
+/// How long the suite stalls a destination's queues as a call returns in a
+/// run whose outputs it reads only after the next run
+/// ([`Rig::defer_output_reads`](crate::Rig::defer_output_reads)): long
+/// enough to last past the next run's call, a large case staged and moved
+/// between them.
+pub const DEFERRED_READ_STALL: Duration = Duration::from_millis(100);
+
 /// Stage `case` on a device that takes plain host tensors into its memory:
 /// `upload` receives a plain host tensor (the case's values, or for a view
 /// the values of its backing tensor) and returns the device's tensor; a

@@ -14,6 +14,7 @@ use crate::values::image_diff::compare_images;
 use crate::{Case, ChangedOutput, HeldOutputs, ProviderResult, SpyRecord};
 use crate::{Compared, Endpoint};
 
+use super::plans::OutputReads;
 use super::{Ran, Rig, case_words};
 
 /// How many recent outputs a rig holds, besides the latest ones of the
@@ -202,13 +203,21 @@ impl Rig {
     /// What the outputs a caller holds showed after this run: those held
     /// from earlier runs, read again, and in a run of several inputs the
     /// provider's own outputs, read again after the later transfers.
-    /// `None` where nothing is held on this path.
+    /// `None` where nothing is held on this path, or the run's reads are
+    /// deferred.
     pub(super) fn held_outputs(
         &self,
         cases: &[Case],
         calls: &[SpyRecord],
         ran: &Ran,
     ) -> Option<HeldOutputs> {
+        // A deferred run reads no output at its end, held or its own: a
+        // read through the destination may wait for its queues, and the
+        // engine's work over this run's outputs must stay queued into the
+        // next run. Everything held is read after the next run.
+        if ran.reads == OutputReads::Deferred {
+            return None;
+        }
         let mut seen = self.keeping.then(|| {
             let last = cases.last().map(case_words);
             self.held.reread(last.as_deref(), self.route.destination())

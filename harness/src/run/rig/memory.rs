@@ -9,6 +9,7 @@ use crate::run::accounting::{
 use crate::{Case, LeakCheck};
 
 use super::Rig;
+use super::plans::OutputReads;
 
 /// After this many runs of a rig were shown to leak (their memory grew
 /// again when they were repeated), later growth is judged a leak without
@@ -50,7 +51,8 @@ impl Rig {
                         self.spy.take();
                         // Only the memory of a repetition is looked at:
                         // nothing of it is read.
-                        let _ = self.stage_and_run(cases, &before[0], counted, true);
+                        let _ =
+                            self.stage_and_run(cases, &before[0], counted, OutputReads::MemoryOnly);
                         self.spy.take();
                     });
                 if matches!(&judged, LeakCheck::Checked(leaks) if !leaks.is_empty()) {

@@ -273,6 +273,44 @@ impl Rig {
         self.spy.hand_inputs_unread(unread);
     }
 
+    /// From now on (`true`), read the runtime's outputs of a run only
+    /// after the next run, as a caller that collects its results later
+    /// does: a run neither synchronizes the engines nor reads its outputs;
+    /// with [`Rig::keep_outputs`], it holds them as the case's values and
+    /// they are read with the other held outputs after the next run
+    /// (`output-stable`). As each call returns, its output read, the
+    /// destination's queues are stalled ([`DeviceEndpoint::stall_queues`](crate::DeviceEndpoint::stall_queues),
+    /// for [`DEFERRED_READ_STALL`](crate::DEFERRED_READ_STALL)), so the
+    /// destination engine's kernel over the output is still queued when
+    /// the next run's call is made: a provider that writes into memory
+    /// such a kernel has yet to read (a block freed in stream order and
+    /// handed out again, written from the host without waiting) changes
+    /// the result the caller holds. `false`, as a rig starts: every run
+    /// synchronizes and reads its outputs before it ends.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    ///
+    /// let route = Route::host_to_host().unwrap();
+    /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
+    /// rig.keep_outputs(true);
+    /// rig.defer_output_reads(true);
+    /// let first = Case::from_values(vec![3], vec![1.0_f32, -0.0, 2.5]).unwrap();
+    /// rig.run(&first).unwrap();
+    /// rig.defer_output_reads(false);
+    /// let next = Case::from_values(vec![3], vec![4.0_f32, 5.0, 6.0]).unwrap();
+    /// let outcome = rig.run(&next).unwrap();
+    /// // The first run's output, read for the first time after the next.
+    /// assert_eq!(outcome.held.as_ref().unwrap().reread, 1);
+    /// assert!(Oracle.judge(&next, &route, &outcome).passed());
+    /// ```
+    pub fn defer_output_reads(&mut self, defer: bool) {
+        self.spy.defer_output_reads(defer);
+    }
+
     /// The event domains the runtime assigned to (source, destination).
     pub fn event_domains(&self) -> (EventDomainId, EventDomainId) {
         self.event_domains

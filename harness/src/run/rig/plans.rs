@@ -45,6 +45,19 @@ pub(super) struct Plans {
     shape_specific: HashSet<Signature>,
 }
 
+/// When a run reads the runtime's outputs.
+#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+pub(super) enum OutputReads {
+    /// Once the engines have finished the run's work, before it ends.
+    Now,
+    /// Never: only the run's memory is looked at (a repetition that tells
+    /// kept memory from a leak).
+    MemoryOnly,
+    /// After the next run, as held outputs: the run neither synchronizes
+    /// the engines nor reads ([`super::Rig::defer_output_reads`]).
+    Deferred,
+}
+
 /// What one run of the runtime produced.
 pub(super) struct Executed {
     /// The runtime's outputs, read (`y_1..y_k`, then `z_1..z_k` for a run
@@ -106,7 +119,7 @@ impl Plans {
         engines: Engines<'_>,
         cases: &[Case],
         inputs: &[TensorRead<'_>],
-        (keep, memory_only): (bool, bool),
+        (keep, reads): (bool, OutputReads),
     ) -> Result<Executed, HarnessError> {
         let signature = signature_of(cases);
         let key = program_key(cases);
@@ -126,7 +139,7 @@ impl Plans {
             inputs,
             targets: [source.target(), destination.target()],
             keep,
-            memory_only,
+            reads,
         };
         let mut engines: [&mut dyn ExecutionEngine; 2] = [source, destination];
         if !self.shape_specific.contains(&signature)
@@ -260,9 +273,8 @@ struct RunOn<'a, 'inputs, 'read> {
     targets: [EngineTarget; 2],
     /// Whether to keep the outputs `y_1..y_k`.
     keep: bool,
-    /// Whether only the run's memory is looked at: its outputs are not
-    /// read.
-    memory_only: bool,
+    /// When the outputs are read.
+    reads: OutputReads,
 }
 
 impl RunOn<'_, '_, '_> {
@@ -283,7 +295,7 @@ impl RunOn<'_, '_, '_> {
             engines,
             plan,
             (self.cases, self.inputs),
-            (self.keep, self.memory_only),
+            (self.keep, self.reads),
             (self.spy, self.route.destination()),
         )
     }
@@ -310,37 +322,40 @@ pub(super) fn observe(
     }
 }
 
-/// A runtime output not read: a run repeated for its memory only.
-fn unread(read: TensorRead<'_>) -> RuntimeOutput {
+/// A runtime output not read (yet), for `reason`.
+fn unread(read: TensorRead<'_>, reason: &str) -> RuntimeOutput {
     RuntimeOutput {
         dtype: read.dtype(),
         shape: read.shape().to_vec(),
         bytes: Compared::NotReadable {
-            reason: "not read: the run was repeated for its memory only".to_owned(),
+            reason: reason.to_owned(),
         },
     }
 }
 
 /// One run of `plan` on the `inputs` of `cases`: the outputs read (each
 /// compared with its case's values as it is read: output `j` is input
-/// `j mod k`'s, `y_j` then its second read `z_j`; none read when
-/// `memory_only`), and `y_1..y_k` when `keep`. A panic anywhere in it is caught and becomes the verdict.
+/// `j mod k`'s, `y_j` then its second read `z_j`; none read unless
+/// `reads` is [`OutputReads::Now`]), and `y_1..y_k` when `keep`. A panic anywhere in it is caught and becomes the verdict.
 fn execute(
     runtime: &Runtime,
     engines: &mut [&mut dyn ExecutionEngine; 2],
     plan: &Prepared,
     (cases, inputs): (&[Case], &[TensorRead<'_>]),
-    (keep, memory_only): (bool, bool),
+    (keep, reads): (bool, OutputReads),
     (spy, destination): (&Spy, &Endpoint),
 ) -> Executed {
     let run = catch_unwind(AssertUnwindSafe(|| {
         // `Runtime::run` returns once an asynchronous engine has queued
         // the work: its outputs are read once the engines have finished it,
-        // as a caller reads them. The provider's own output was read at
-        // its return, before anything waited for it.
+        // as a caller reads them (a deferred run leaves the work queued).
+        // The provider's own output was read at its return, before
+        // anything waited for it.
         let ran = runtime.run(engines, plan, inputs).and_then(|outputs| {
-            for engine in engines.iter_mut() {
-                engine.synchronize()?;
+            if reads != OutputReads::Deferred {
+                for engine in engines.iter_mut() {
+                    engine.synchronize()?;
+                }
             }
             Ok(outputs)
         });
@@ -349,12 +364,16 @@ fn execute(
                 let observed: Vec<RuntimeOutput> = outputs
                     .iter()
                     .zip(cases.iter().cycle())
-                    .map(|(output, case)| {
-                        if memory_only {
-                            unread(output.read())
-                        } else {
-                            observe(output.read(), case.expected(), destination)
-                        }
+                    .map(|(output, case)| match reads {
+                        OutputReads::Now => observe(output.read(), case.expected(), destination),
+                        OutputReads::MemoryOnly => unread(
+                            output.read(),
+                            "not read: the run was repeated for its memory only",
+                        ),
+                        OutputReads::Deferred => unread(
+                            output.read(),
+                            "not read in its run: its outputs are read after the next run, as held outputs",
+                        ),
                     })
                     .collect();
                 // Held only when asked: held, an output keeps the

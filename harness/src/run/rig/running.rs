@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tenferro_tensor::Tensor;
 
 use super::ending::{RunEnd, calls_by_input, lost_call, sole_outcome};
-use super::plans::{Engines, Executed};
+use super::plans::{Engines, Executed, OutputReads};
 use super::{Rig, case_words};
 use crate::device::stage::with_inputs;
 use crate::run::accounting::Sample;
@@ -28,6 +28,8 @@ pub(super) struct Ran {
     pub(super) input_reads: Vec<(InputBefore, Option<Compared>)>,
     /// Whether the source's accounting showed the staged inputs.
     pub(super) staged: bool,
+    /// When the run's outputs were (or will be) read.
+    pub(super) reads: OutputReads,
 }
 
 impl Rig {
@@ -97,7 +99,12 @@ impl Rig {
             Sample::of(self.route.destination(), counted),
         ];
         self.spy.take();
-        let ran = self.stage_and_run(cases, &before[0], counted, false)?;
+        let reads = if self.spy.defers_output_reads() {
+            OutputReads::Deferred
+        } else {
+            OutputReads::Now
+        };
+        let ran = self.stage_and_run(cases, &before[0], counted, reads)?;
         let calls = self.spy.take();
         if calls.is_empty() {
             lost_call(ran.executed.outputs.as_ref().err(), &self.route)?;
@@ -109,7 +116,7 @@ impl Rig {
             .filter_map(|call| call.destination_saw_output)
             .reduce(|all, seen| all && seen);
         let held = self.held_outputs(cases, &calls, &ran);
-        self.hold_kept(cases, ran.executed.kept, &ran.executed.outputs);
+        self.hold_kept(cases, ran.executed.kept, &ran.executed.outputs, ran.reads);
         // Every tensor of the run (inputs, transfers, outputs) is dropped
         // now, but the outputs held on purpose.
         let leaks = self.memory_after(cases, &before, &stays, ran.staged, saw_output);
@@ -171,16 +178,23 @@ impl Rig {
         Ok(())
     }
 
-    /// Hold each kept output whose values the run read, beside its case.
+    /// Hold each kept output whose values the run read, beside its case;
+    /// where its reads are deferred, each kept output, taken to hold its
+    /// case's values (its first read, after the next run, compares them).
     fn hold_kept(
         &mut self,
         cases: &[Case],
         kept: Vec<Tensor>,
         outputs: &Result<Vec<RuntimeOutput>, RuntimeVerdict>,
+        reads: OutputReads,
     ) {
         if let Ok(observed) = outputs {
             for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
                 if case.len() > self.hold_limit {
+                    continue;
+                }
+                if reads == OutputReads::Deferred {
+                    self.held.hold(case, output, case.shared_values());
                     continue;
                 }
                 match &seen.bytes {
@@ -197,17 +211,19 @@ impl Rig {
 
     /// Stage `cases` on the source, read their backing, run them, and read
     /// their backing again; where only the run's memory is looked at
-    /// (`memory_only`: a repetition that tells kept memory from a leak),
-    /// read only what the provider returned, as its call ends (a storage
-    /// of the provider's that allocates as it is read is still read on
-    /// every repetition), neither the inputs nor the runtime's outputs.
+    /// (`reads` is [`OutputReads::MemoryOnly`]: a repetition that tells
+    /// kept memory from a leak), read only what the provider returned, as
+    /// its call ends (a storage of the provider's that allocates as it is
+    /// read is still read on every repetition), neither the inputs nor the
+    /// runtime's outputs.
     pub(super) fn stage_and_run(
         &mut self,
         cases: &[Case],
         source_before: &Sample,
         counted: bool,
-        memory_only: bool,
+        reads: OutputReads,
     ) -> Result<Ran, HarnessError> {
+        let memory_only = reads == OutputReads::MemoryOnly;
         let Self {
             route,
             runtime,
@@ -266,7 +282,7 @@ impl Rig {
                     spy,
                     route,
                 };
-                let executed = plans.run(engines, cases, inputs, (*keeping, memory_only));
+                let executed = plans.run(engines, cases, inputs, (*keeping, reads));
                 spy.expect(Vec::new());
                 let executed = executed?;
                 // The transfers' outputs were read and dropped (unless held).
@@ -284,6 +300,7 @@ impl Rig {
                     executed,
                     input_reads,
                     staged,
+                    reads,
                 })
             },
         )?

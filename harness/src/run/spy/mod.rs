@@ -20,7 +20,7 @@ use crate::Compared;
 use crate::run::accounting::Sample;
 use crate::run::effects::reread_backing;
 use crate::values::compared::Reference;
-use crate::{Endpoint, source_chain};
+use crate::{DEFERRED_READ_STALL, Endpoint, source_chain};
 
 mod in_flight;
 mod returned;
@@ -198,6 +198,9 @@ pub struct Spy {
     /// Whether the rig hands owned inputs to the provider as staged,
     /// unread ([`Spy::hand_inputs_unread`]).
     unread: AtomicBool,
+    /// Whether the rig reads the runtime's outputs of a run only after the
+    /// next run ([`Spy::defer_output_reads`]).
+    defers: AtomicBool,
 }
 
 impl Spy {
@@ -214,6 +217,7 @@ impl Spy {
             stage: Mutex::new(None),
             watching: AtomicBool::new(false),
             unread: AtomicBool::new(false),
+            defers: AtomicBool::new(false),
         }
     }
 
@@ -294,6 +298,21 @@ impl Spy {
     /// (`false`, as a Spy starts): see [`Rig::hand_inputs_unread`](crate::Rig::hand_inputs_unread).
     pub fn hand_inputs_unread(&self, unread: bool) {
         self.unread.store(unread, Ordering::Relaxed);
+    }
+
+    /// From now on, stall the destination's queues
+    /// ([`Endpoint::stall_queues`], for [`DEFERRED_READ_STALL`]) as each
+    /// call returns, once its output was read, and leave the runtime's
+    /// outputs of a run unread until the next run (`false`, as a Spy
+    /// starts): see [`Rig::defer_output_reads`](crate::Rig::defer_output_reads).
+    pub fn defer_output_reads(&self, defer: bool) {
+        self.defers.store(defer, Ordering::Relaxed);
+    }
+
+    /// Whether the runtime's outputs are read only after the next run
+    /// ([`Spy::defer_output_reads`]).
+    pub(crate) fn defers_output_reads(&self) -> bool {
+        self.defers.load(Ordering::Relaxed)
     }
 
     /// Whether owned inputs reach the provider unread ([`Spy::hand_inputs_unread`]).
@@ -511,6 +530,14 @@ impl TransferProvider for Spy {
                     expected.output.as_ref().map(Reference::expected),
                 );
                 end(ProviderResult::Returned(returned), read_input());
+                // The work the runtime queues on the output next (the
+                // destination engine's kernel) waits behind a stall, so
+                // it is still queued when the next run's call is made.
+                if self.defers_output_reads()
+                    && let Some(destination) = &self.destination
+                {
+                    destination.stall_queues(DEFERRED_READ_STALL);
+                }
                 Ok(tensor)
             }
             Ok(Err(error)) => {

@@ -129,6 +129,9 @@ pub struct Watchdog {
     /// Whether the rig hands owned inputs over unread
     /// ([`Watchdog::hand_inputs_unread`]).
     unread: bool,
+    /// Whether the rig reads a run's outputs only after the next run
+    /// ([`Watchdog::defer_output_reads`]).
+    defers: bool,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -167,6 +170,7 @@ impl Watchdog {
             plan_limit: DEFAULT_PLAN_LIMIT,
             watching: false,
             unread: false,
+            defers: false,
         })
     }
 
@@ -207,6 +211,7 @@ impl Watchdog {
             plan_limit: DEFAULT_PLAN_LIMIT,
             watching: false,
             unread: false,
+            defers: false,
         })
     }
 
@@ -282,6 +287,19 @@ impl Watchdog {
         }
         if let Some(worker) = &self.worker {
             worker.spy.hand_inputs_unread(unread);
+        }
+    }
+
+    /// Read each later run's outputs only after the run after it
+    /// ([`Rig::defer_output_reads`]), in a worker started after a hang
+    /// too.
+    pub fn defer_output_reads(&mut self, defer: bool) {
+        self.defers = defer;
+        if let Some(rig) = &mut self.inline {
+            rig.defer_output_reads(defer);
+        }
+        if let Some(worker) = &self.worker {
+            worker.spy.defer_output_reads(defer);
         }
     }
 
@@ -510,6 +528,7 @@ impl Watchdog {
         }
         worker.spy.watch_inputs(self.watching);
         worker.spy.hand_inputs_unread(self.unread);
+        worker.spy.defer_output_reads(self.defers);
         Ok(worker)
     }
 
