@@ -82,14 +82,15 @@ impl FixedPass {
         // (`unread_twin`: the block the read run freed may come back
         // holding the case's values); a rule it breaks there is the answer.
         let passed = matches!(&run, Ok((judgement, _)) if judgement.passed());
-        if matches!(case.layout(), Layout::View(_)) && passed {
-            if let Ok(twin) = unread_twin(recipe).case() {
-                watchdog.hand_inputs_unread(true);
-                let again = run_case(watchdog, route, &twin, JudgedAs::Inside, None);
-                watchdog.hand_inputs_unread(false);
-                if matches!(&again, Ok((judgement, _)) if !judgement.passed()) {
-                    run = again;
-                }
+        if matches!(case.layout(), Layout::View(_))
+            && passed
+            && let Ok(twin) = unread_twin(recipe).case()
+        {
+            watchdog.hand_inputs_unread(true);
+            let again = run_case(watchdog, route, &twin, JudgedAs::Inside, None);
+            watchdog.hand_inputs_unread(false);
+            if matches!(&again, Ok((judgement, _)) if !judgement.passed()) {
+                run = again;
             }
         }
         self.state.after_fixed(watchdog, route, recipe);

@@ -207,15 +207,17 @@ impl fmt::Debug for CopyOp {
 }
 
 impl CopyOp {
-    /// A copy of `values` into `target`, which holds poison (refuses reads)
-    /// from now until the copy lands.
-    pub(crate) fn queue<T: Element>(
+    /// A copy of the `len` values `read` gives when the copy lands (the
+    /// values themselves, or a kernel's read of its input as it runs) into
+    /// `target`, which holds poison (refuses reads) from now until then.
+    pub(crate) fn queue_reading<T: Element>(
         spec: CopySpec,
         host: Arc<dyn CopyHost>,
-        values: Vec<T>,
+        len: usize,
+        read: Box<dyn FnOnce() -> Vec<T> + Send>,
         target: &Arc<Memory<T>>,
     ) -> Arc<Self> {
-        let bytes = std::mem::size_of_val(values.as_slice());
+        let bytes = len * std::mem::size_of::<T>();
         // The memory keeps the copy alive while it is pending; the copy
         // keeps only a weak reference back, so dropping the memory drops
         // the copy (it has nowhere to land).
@@ -225,12 +227,11 @@ impl CopyOp {
                 return;
             };
             let width = std::mem::size_of::<T>().max(1);
-            let len = values.len();
             let count = (written / width).min(len);
             // The target holds nothing until now (nobody can read memory a
             // copy is writing), so the copied values become its memory, and
             // whatever the copy did not reach holds poison.
-            let mut image = values;
+            let mut image = read();
             image.truncate(count);
             image.resize(len, T::POISON);
             memory.land(image, error);

@@ -88,6 +88,13 @@ pub enum Kernels {
     /// reads it (one queue, in order: the engine then waits for the
     /// kernels before it).
     Queued,
+    /// As [`Kernels::Queued`], but a kernel over an owned compact tensor
+    /// reads its input when it runs, not when it is queued, as a real
+    /// device's kernel does, and holds no handle to it (a raw pointer):
+    /// memory the input's tensor no longer holds, written before the
+    /// kernel ran (a block a caching allocator hands out again and writes
+    /// from the host at once), is what the kernel reads.
+    Lazy,
 }
 
 #[derive(Debug)]
@@ -514,6 +521,7 @@ impl SimDevice {
             Kernels::Aliasing => 0,
             Kernels::Copying => 1,
             Kernels::Queued => 2,
+            Kernels::Lazy => 3,
         };
         self.identity.kernels.store(index, Ordering::SeqCst);
     }
@@ -523,6 +531,7 @@ impl SimDevice {
         match self.identity.kernels.load(Ordering::SeqCst) {
             1 => Kernels::Copying,
             2 => Kernels::Queued,
+            3 => Kernels::Lazy,
             _ => Kernels::Aliasing,
         }
     }

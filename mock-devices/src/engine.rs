@@ -120,6 +120,32 @@ impl SimEngine {
         self.copy_resident(op, input, shape)
     }
 
+    /// The storage of `input`, when it is an owned compact tensor over the
+    /// whole of a storage of this device whose every copy has completed:
+    /// what a [`Kernels::Lazy`] kernel reads when it runs.
+    fn whole_resident<'a, T: Element>(
+        &self,
+        input: &'a TensorRead<'_>,
+    ) -> Option<&'a SimStorage<T>> {
+        let TensorRead::Tensor(tensor) = input else {
+            return None;
+        };
+        let typed = tensor.as_typed::<T>()?;
+        let StorageBuffer::Backend(buffer) = typed.buffer() else {
+            return None;
+        };
+        let storage = buffer.as_any().downcast_ref::<SimStorage<T>>()?;
+        let view = typed.as_view();
+        let whole = is_compact(view.shape(), view.strides())
+            && view.offset() == 0
+            && BackendStorage::len(storage) == view.shape().iter().product::<usize>();
+        let resident = storage
+            .device()
+            .is_some_and(|device| device.same_device(&self.device))
+            && storage.completion() == StorageCompletion::Complete;
+        (whole && resident).then_some(storage)
+    }
+
     /// A tensor of `shape` over the same allocation as `input`, when `input`
     /// is an owned compact tensor of this device whose every copy has
     /// completed and whose storage hands out all its elements; `None`
@@ -180,13 +206,20 @@ impl SimEngine {
                 "element count must not change",
             ));
         }
-        if self.device.kernels() != Kernels::Queued {
+        if !matches!(self.device.kernels(), Kernels::Queued | Kernels::Lazy) {
             return with_element!(input.dtype(), T => {
                 let values = read_compact::<T>(input)?;
                 self.device.tensor(shape.to_vec(), values)
             }, external => Err(unsupported_dtype(op, input.dtype())));
         }
         with_element!(input.dtype(), T => {
+            if self.device.kernels() == Kernels::Lazy
+                && let Some(source) = self.whole_resident::<T>(input)
+            {
+                let (tensor, kernel) = self.device.stream(KERNEL_STREAM).enqueue_reading(shape.to_vec(), source)?;
+                self.queued.lock().unwrap_or_else(PoisonError::into_inner).push(kernel);
+                return Ok(tensor);
+            }
             // The kernel runs after the earlier ones: an input one of them
             // still writes is read once they are done.
             let values = match read_compact::<T>(input) {

@@ -35,6 +35,17 @@ impl SimStream {
         values: Vec<T>,
         memory: &Arc<Memory<T>>,
     ) -> Result<Arc<CopyOp>, DeviceError> {
+        let len = values.len();
+        self.queue_reading(len, Box::new(move || values), memory)
+    }
+
+    /// Queue a copy of the `len` values `read` gives when it lands.
+    fn queue_reading<T: Element>(
+        &self,
+        len: usize,
+        read: Box<dyn FnOnce() -> Vec<T> + Send>,
+        memory: &Arc<Memory<T>>,
+    ) -> Result<Arc<CopyOp>, DeviceError> {
         let core = self.device.core();
         let (number, plan, spike, never) = core.begin_copy(self.device.name())?;
         let due = match core.mode() {
@@ -54,7 +65,13 @@ impl SimStream {
             never,
             plan,
         };
-        let op = CopyOp::queue(spec, Arc::clone(core) as Arc<dyn CopyHost>, values, memory);
+        let op = CopyOp::queue_reading(
+            spec,
+            Arc::clone(core) as Arc<dyn CopyHost>,
+            len,
+            read,
+            memory,
+        );
         core.track(&op);
         op.record_queued();
         Ok(op)
@@ -81,6 +98,35 @@ impl SimStream {
             .map_err(|error| Error::backend_source(OP, error))?;
         let op = self
             .queue(values, &memory)
+            .map_err(|error| Error::backend_source(OP, error))?;
+        let tensor = TypedTensor::<T>::from_buffer_col_major(
+            shape,
+            StorageBuffer::Backend(Box::new(storage)),
+            self.device.placement(),
+        )
+        .map(Tensor::from_typed)?;
+        Ok((tensor, CopyToken::new(op)))
+    }
+
+    /// Allocate device memory for `shape` and queue a kernel that copies
+    /// `source`'s memory into it when it runs ([`crate::Kernels::Lazy`]):
+    /// it holds the memory's cells, not a handle to its allocation, so
+    /// whatever is written there before it runs is what it copies.
+    pub(crate) fn enqueue_reading<T: Element>(
+        &self,
+        shape: Vec<usize>,
+        source: &SimStorage<T>,
+    ) -> tenferro_tensor::Result<(Tensor, CopyToken)> {
+        const OP: &str = "SimStream::enqueue_reading";
+        let len = shape.iter().product::<usize>();
+        let (storage, memory) = self
+            .device
+            .allocate_for_copy::<T>(len)
+            .map_err(|error| Error::backend_source(OP, error))?;
+        let cells = Arc::clone(source.memory());
+        let read = Box::new(move || cells.read().iter().take(len).cloned().collect());
+        let op = self
+            .queue_reading(len, read, &memory)
             .map_err(|error| Error::backend_source(OP, error))?;
         let tensor = TypedTensor::<T>::from_buffer_col_major(
             shape,

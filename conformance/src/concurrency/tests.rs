@@ -154,3 +154,38 @@ fn an_output_still_written_into_beside_other_calls_says_whose_write_it_may_be() 
     // Failing alone too, it is the call's own missing wait.
     assert!(!account(&Alone::Failed).contains("another call's"));
 }
+
+/// Whether a copy queued on `device` now lands on its own at once (its
+/// queues are not stalled).
+fn lands_at_once(device: &tenferro_mock_devices::SimDevice) -> bool {
+    let (_tensor, token) = device
+        .stream(0)
+        .enqueue_copy(vec![1], vec![1.5_f64])
+        .unwrap();
+    token.is_complete()
+}
+
+#[test]
+fn rounds_stall_the_destination_then_the_source_then_neither() {
+    use std::time::Duration;
+    use tenferro_mock_devices::{CompletionMode, SimDevice, SimRoutes};
+
+    let stalled = |round: usize| {
+        let route = Route::sim_to_sim().unwrap();
+        let sides = [route.source(), route.destination()]
+            .map(|side| side.downcast::<SimDevice>().unwrap().clone());
+        for device in &sides {
+            device.set_completion_mode(CompletionMode::Latency {
+                base: Duration::ZERO,
+                jitter: Duration::ZERO,
+                seed: 1,
+            });
+        }
+        stall_round(&route, round);
+        sides.map(|device| !lands_at_once(&device))
+    };
+    assert_eq!(stalled(0), [false, true]);
+    assert_eq!(stalled(1), [true, false]);
+    assert_eq!(stalled(2), [false, false]);
+    assert_eq!(stalled(3), [false, true]);
+}

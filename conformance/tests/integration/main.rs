@@ -28,6 +28,7 @@ mod hang;
 mod hostile_outputs;
 mod in_order_stream;
 mod input_in_flight;
+mod lazy_kernels;
 mod offset_plans;
 mod phase_memory;
 mod plain_host;

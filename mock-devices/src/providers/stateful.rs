@@ -30,6 +30,13 @@ type Key = (TypeId, usize, AllocationDomainId);
 /// allocator and `cudaMallocAsync` pools do. The blocks it keeps stay in
 /// use on the device between calls; repeated calls reuse them.
 ///
+/// It writes a block it hands out again from the host at once: correct
+/// where the device's kernels have read their inputs by the time the
+/// runtime drops them (every [`Kernels`](crate::Kernels) but
+/// [`Kernels::Lazy`](crate::Kernels::Lazy)). Where a kernel queued over
+/// the dropped output reads it only when it runs, the write lands under
+/// it, and the suite's deferred read catches that (`output-stable`).
+///
 /// # Examples
 ///
 /// ```

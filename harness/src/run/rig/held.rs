@@ -36,6 +36,9 @@ struct Held {
     len: usize,
     output: Tensor,
     bytes: Reference,
+    /// Its run read nothing at its end ([`super::Rig::defer_output_reads`]):
+    /// `bytes` are the case's values, never read from it.
+    deferred: bool,
 }
 
 /// The runtime outputs a rig holds across runs, oldest first.
@@ -64,7 +67,16 @@ impl HeldAcrossRuns {
                 Compared::Failed { reason } | Compared::NotReadable { reason } => {
                     Some(format!("it could not be read again: {reason}"))
                 }
-            };
+            }
+            .map(|difference| {
+                if held.deferred {
+                    format!(
+                        "{difference} (its run read it first only after that call, so it may never have held its case's values: the destination engine's work over the provider's output was still queued, its queues stalled, while that call ran)"
+                    )
+                } else {
+                    difference
+                }
+            });
             if let Some(difference) = difference {
                 seen.changed.push(ChangedOutput {
                     case: held.case.clone(),
@@ -77,10 +89,11 @@ impl HeldAcrossRuns {
         seen
     }
 
-    /// Hold `output` of `case` (whose bytes are `bytes`), evicting the
+    /// Hold `output` of `case` (whose bytes are `bytes`; `deferred`: the
+    /// case's values, never read from it), evicting the
     /// oldest beyond the most recent but never the latest
     /// [`HOLD_SAME_SIZE`] of a dtype and length (this one among them).
-    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Reference) {
+    pub(super) fn hold(&mut self, case: &Case, output: Tensor, bytes: Reference, deferred: bool) {
         let key = (case.dtype(), case.len());
         while self.held.len() >= HOLD_RECENT {
             match self.oldest_evictable(key) {
@@ -97,6 +110,7 @@ impl HeldAcrossRuns {
             len: case.len(),
             output,
             bytes,
+            deferred,
         });
     }
 }

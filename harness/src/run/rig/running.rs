@@ -194,14 +194,18 @@ impl Rig {
                     continue;
                 }
                 if reads == OutputReads::Deferred {
-                    self.held.hold(case, output, case.shared_values());
+                    self.held.hold(case, output, case.shared_values(), true);
                     continue;
                 }
                 match &seen.bytes {
-                    Compared::Same => self.held.hold(case, output, case.shared_values()),
+                    Compared::Same => self.held.hold(case, output, case.shared_values(), false),
                     Compared::Image(bytes) => {
-                        self.held
-                            .hold(case, output, Reference::Held(bytes.as_slice().into()));
+                        self.held.hold(
+                            case,
+                            output,
+                            Reference::Held(bytes.as_slice().into()),
+                            false,
+                        );
                     }
                     Compared::Failed { .. } | Compared::NotReadable { .. } => {}
                 }

@@ -315,6 +315,18 @@ impl Spy {
         self.defers.load(Ordering::Relaxed)
     }
 
+    /// Where reads are deferred, stall the destination as a call returns:
+    /// the work the runtime queues on the output next (the destination
+    /// engine's kernel) waits behind it, so it is still queued when the
+    /// next run's call is made.
+    fn stall_if_deferred(&self) {
+        if self.defers_output_reads()
+            && let Some(destination) = &self.destination
+        {
+            destination.stall_queues(DEFERRED_READ_STALL);
+        }
+    }
+
     /// Whether owned inputs reach the provider unread ([`Spy::hand_inputs_unread`]).
     pub(crate) fn hands_inputs_unread(&self) -> bool {
         self.unread.load(Ordering::Relaxed)
@@ -530,14 +542,7 @@ impl TransferProvider for Spy {
                     expected.output.as_ref().map(Reference::expected),
                 );
                 end(ProviderResult::Returned(returned), read_input());
-                // The work the runtime queues on the output next (the
-                // destination engine's kernel) waits behind a stall, so
-                // it is still queued when the next run's call is made.
-                if self.defers_output_reads()
-                    && let Some(destination) = &self.destination
-                {
-                    destination.stall_queues(DEFERRED_READ_STALL);
-                }
+                self.stall_if_deferred();
                 Ok(tensor)
             }
             Ok(Err(error)) => {
