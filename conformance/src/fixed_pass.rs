@@ -20,7 +20,7 @@ use crate::coverage::{LayoutClass, SizeClass};
 use crate::held::held_pass;
 use crate::record::CaseRecord;
 use crate::report::RowHead;
-use crate::runner::{CaseRun, JudgedAs, run_case, unread_twin};
+use crate::runner::{CaseRun, JudgedAs, run_case, unread_sibling};
 use crate::sequences::StatePass;
 
 /// What one route's fixed cases left behind: their twins' state, and the
@@ -78,16 +78,17 @@ impl FixedPass {
         }
         // A view's backing holds more than the case's values, so its
         // unread run judges no `input-intact`: each fixed view runs first
-        // read, and where that broke no rule, its twin handed over unread
-        // (`unread_twin`: the block the read run freed may come back
-        // holding the case's values); a rule it breaks there is the answer.
+        // read, and where that broke no rule, a case of its kind with other
+        // values handed over unread (`unread_sibling`: the block the read
+        // run freed may come back holding the case's values); a rule it
+        // breaks there is the answer.
         let passed = matches!(&run, Ok((judgement, _)) if judgement.passed());
         if matches!(case.layout(), Layout::View(_))
             && passed
-            && let Ok(twin) = unread_twin(recipe).case()
+            && let Ok(other) = unread_sibling(recipe).case()
         {
             watchdog.hand_inputs_unread(true);
-            let again = run_case(watchdog, route, &twin, JudgedAs::Inside, None);
+            let again = run_case(watchdog, route, &other, JudgedAs::Inside, None);
             watchdog.hand_inputs_unread(false);
             if matches!(&again, Ok((judgement, _)) if !judgement.passed()) {
                 run = again;

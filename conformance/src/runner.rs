@@ -25,6 +25,7 @@ use tenferro_transfer_harness::{
 };
 
 use crate::coverage::Coverage;
+use crate::held::sibling;
 use crate::record::{CaseOutcome, CaseRecord, Origin, RowHead};
 
 /// How a case is judged.
@@ -273,32 +274,26 @@ pub(crate) fn run_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Recipe
     run_recipe_covered(watchdog, route, recipe, drop).0
 }
 
-/// The seed of the twin a run handed over unread after a read one moves
-/// ([`unread_twin`]).
-const UNREAD_TWIN_SEED: u64 = 0x756e_7265_6164;
-
 /// What a run handed over unread right after a read run of `recipe`
-/// moves: `recipe`'s twin (a few interior elements changed), not `recipe`
-/// itself. The read run's memory was freed just before: a caching
-/// allocator hands the same block back, still holding `recipe`'s values,
-/// and a provider that copies the input before the writes queued into it
-/// land would copy exactly the values it should. A twin of a twin is
-/// another twin; a run of several inputs is moved as it is.
-pub(crate) fn unread_twin(recipe: &Recipe) -> Recipe {
-    if !recipe.with.is_empty() {
-        return recipe.clone();
-    }
-    let seed = if recipe.twin == Some(UNREAD_TWIN_SEED) {
-        UNREAD_TWIN_SEED + 1
+/// moves: a case of its dtype, shape and layout with other values in
+/// every element ([`sibling`]), not `recipe` itself. The read run's memory
+/// was freed just before: a caching allocator hands the same block back,
+/// still holding `recipe`'s values, and a provider that copies the input
+/// before the writes queued into it land would copy exactly the values it
+/// should. (Not a twin, whose few changed elements a cache that samples
+/// its inputs answers wrongly: that is the state rows' finding.) A run of
+/// several inputs is moved as it is.
+pub(crate) fn unread_sibling(recipe: &Recipe) -> Recipe {
+    if recipe.with.is_empty() {
+        sibling(recipe)
     } else {
-        UNREAD_TWIN_SEED
-    };
-    recipe.twin(seed)
+        recipe.clone()
+    }
 }
 
 /// `recipe` replayed as the fixed pass may have run it: its inputs read
-/// beside the call; then, where that broke no rule, its twin
-/// ([`unread_twin`]) with its inputs handed over unread
+/// beside the call; then, where that broke no rule, a case of its kind
+/// with other values ([`unread_sibling`]) with its inputs handed over unread
 /// ([`Watchdog::hand_inputs_unread`]): a provider that copies an input
 /// before the writes still queued into it land fails only there. The run
 /// that broke a rule is the answer, else the first.
@@ -311,7 +306,7 @@ pub(crate) fn replay_recipe(watchdog: &mut Watchdog, route: &Route, recipe: &Rec
         return watched;
     }
     watchdog.hand_inputs_unread(true);
-    let unread = run_recipe(watchdog, route, &unread_twin(recipe));
+    let unread = run_recipe(watchdog, route, &unread_sibling(recipe));
     watchdog.hand_inputs_unread(false);
     match unread {
         Ok((judgement, outcome)) if !judgement.passed() => Ok((judgement, outcome)),

@@ -16,8 +16,8 @@ use crate::run::spy::Expected;
 use crate::trace;
 use crate::values::compared::Reference;
 use crate::{
-    Case, Compared, HarnessError, Layout, Outcome, QUEUE_STALL, RuntimeOutput, RuntimeVerdict,
-    SpyRecord,
+    Case, Compared, CompletionState, HarnessError, Layout, Outcome, ProviderResult, QUEUE_STALL,
+    RuntimeOutput, RuntimeVerdict, SpyRecord,
 };
 
 /// What the staged part of a run produced.
@@ -116,7 +116,13 @@ impl Rig {
             .filter_map(|call| call.destination_saw_output)
             .reduce(|all, seen| all && seen);
         let held = self.held_outputs(cases, &calls, &ran);
-        self.hold_kept(cases, ran.executed.kept, &ran.executed.outputs, ran.reads);
+        self.hold_kept(
+            cases,
+            &calls,
+            ran.executed.kept,
+            &ran.executed.outputs,
+            ran.reads,
+        );
         // Every tensor of the run (inputs, transfers, outputs) is dropped
         // now, but the outputs held on purpose.
         let leaks = self.memory_after(cases, &before, &stays, ran.staged, saw_output);
@@ -179,22 +185,29 @@ impl Rig {
     }
 
     /// Hold each kept output whose values the run read, beside its case;
-    /// where its reads are deferred, each kept output, taken to hold its
-    /// case's values (its first read, after the next run, compares them).
+    /// where its reads are deferred, each kept output whose provider
+    /// returned its case's values (`calls`, the run's, input by input),
+    /// taken to hold them (its first read, after the next run, compares
+    /// them): an output returned wrong is `values`' finding, not held.
     fn hold_kept(
         &mut self,
         cases: &[Case],
+        calls: &[SpyRecord],
         kept: Vec<Tensor>,
         outputs: &Result<Vec<RuntimeOutput>, RuntimeVerdict>,
         reads: OutputReads,
     ) {
         if let Ok(observed) = outputs {
-            for (case, (output, seen)) in cases.iter().zip(kept.into_iter().zip(observed)) {
+            for (index, (case, (output, seen))) in
+                cases.iter().zip(kept.into_iter().zip(observed)).enumerate()
+            {
                 if case.len() > self.hold_limit {
                     continue;
                 }
                 if reads == OutputReads::Deferred {
-                    self.held.hold(case, output, case.shared_values(), true);
+                    if calls.get(index).is_some_and(|call| returned_as(case, call)) {
+                        self.held.hold(case, output, case.shared_values(), true);
+                    }
                     continue;
                 }
                 match &seen.bytes {
@@ -309,4 +322,19 @@ impl Rig {
             },
         )?
     }
+}
+
+/// Whether `call` returned a complete output of `case`'s dtype and length
+/// that held `case`'s values as the Spy read it at return.
+fn returned_as(case: &Case, call: &SpyRecord) -> bool {
+    let ProviderResult::Returned(returned) = &call.result else {
+        return false;
+    };
+    matches!(
+        returned.completion,
+        CompletionState::Complete | CompletionState::Unknown { .. }
+    ) && returned.dtype == case.dtype()
+        && returned.buffer_len == Some(case.len())
+        && returned.buffer_len_changed_to.is_none()
+        && returned.bytes == Compared::Same
 }
