@@ -463,18 +463,20 @@ impl Shared<'_> {
 
 /// Before round `round` starts (every thread is at its barrier or on its
 /// way there, none calling), stall the queues of the route's destination
-/// (one round in three) or source (the next), where they can stall
+/// (every round of twins) or source (one other round in three), where
+/// they can stall
 /// ([`Endpoint::stall_queues`](tenferro_transfer_harness::Endpoint::stall_queues)):
 /// the round's calls then overlap with queued work on one device held
 /// back, as a busy device holds it, and a provider that reuses memory
 /// another queue has not yet read, or reads memory not yet written, meets
-/// it. The third round runs at the devices' own pace.
+/// it. Twins, calls of one size at once, meet the same blocks of a pool.
+/// The other rounds run at the devices' own pace.
 fn stall_round(route: &Route, round: usize) {
-    match round % 3 {
-        0 => route.destination().stall_queues(QUEUE_STALL),
-        1 => route.source().stall_queues(QUEUE_STALL),
-        _ => false,
-    };
+    if twin_round(round) {
+        route.destination().stall_queues(QUEUE_STALL);
+    } else if round % 3 == 0 {
+        route.source().stall_queues(QUEUE_STALL);
+    }
 }
 
 /// Drive one instance of `builtin` from `options.threads` threads at once,

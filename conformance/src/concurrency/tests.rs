@@ -166,7 +166,7 @@ fn lands_at_once(device: &tenferro_mock_devices::SimDevice) -> bool {
 }
 
 #[test]
-fn rounds_stall_the_destination_then_the_source_then_neither() {
+fn twin_rounds_stall_the_destination_and_one_other_round_in_three_the_source() {
     use std::time::Duration;
     use tenferro_mock_devices::{CompletionMode, SimDevice, SimRoutes};
 
@@ -184,8 +184,11 @@ fn rounds_stall_the_destination_then_the_source_then_neither() {
         stall_round(&route, round);
         sides.map(|device| !lands_at_once(&device))
     };
-    assert_eq!(stalled(0), [false, true]);
-    assert_eq!(stalled(1), [true, false]);
+    assert!(twin_round(3) && twin_round(7) && !twin_round(6));
+    assert_eq!(stalled(0), [true, false]);
+    assert_eq!(stalled(1), [false, false]);
     assert_eq!(stalled(2), [false, false]);
     assert_eq!(stalled(3), [false, true]);
+    assert_eq!(stalled(6), [true, false]);
+    assert_eq!(stalled(7), [false, true]);
 }
