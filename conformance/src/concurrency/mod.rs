@@ -474,7 +474,7 @@ impl Shared<'_> {
 fn stall_round(route: &Route, round: usize) {
     if twin_round(round) {
         route.destination().stall_queues(QUEUE_STALL);
-    } else if round % 3 == 0 {
+    } else if round.is_multiple_of(3) {
         route.source().stall_queues(QUEUE_STALL);
     }
 }
