@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tenferro_gpu::cuda::{
     CudaDeviceId, CudaEngine, CudaRuntime, cuda_runtime_engine_registration, download_tensor,
@@ -18,7 +19,7 @@ use tenferro_tensor::{
 use tenferro_transfer_harness::{DeviceDescription, EngineRole, with_element};
 
 use super::CudaError;
-use super::stream::{StreamState, query_stream, synchronize_context};
+use super::stream::{StreamState, hold_stream, query_stream, synchronize_context};
 use tenferro_transfer_harness::{
     Case, CompletionState, DeviceEndpoint, HarnessError, Layout, PlacementRule, ReadBack,
     StorageRule, stage_via_host,
@@ -405,5 +406,13 @@ impl DeviceEndpoint for CudaEndpoint {
 
     fn completion(&self, tensor: &Tensor) -> CompletionState {
         self.completion_state(tensor)
+    }
+
+    /// A host function that sleeps `pause` on the runtime's stream, where
+    /// `stage` writes and the engine's kernels run: everything queued
+    /// there after it waits (a provider's own streams wait only where the
+    /// provider makes them wait for the runtime's, as it must).
+    fn stall_queues(&self, pause: Duration) -> bool {
+        hold_stream(&self.runtime(), self.stream(), pause).is_ok()
     }
 }
