@@ -142,10 +142,17 @@ pub(super) struct HeldInRun<'a> {
     /// The returned buffer's image as the Spy read it at return, when it
     /// could be read and paired element by element with the case.
     pub(super) at_return: Option<&'a [u8]>,
+    /// The program's first read of it (`y_i`), right after its transfer,
+    /// compared with the case's values as it was read.
+    pub(super) at_start: Option<&'a Compared>,
     /// The program's second read of it (`z_i`), after the later
     /// transfers, compared with the case's values as it was read.
     pub(super) at_end: &'a Compared,
 }
+
+/// Said of an output the provider returned right whose first read by the
+/// program, before any later transfer, was already wrong.
+const ENGINE_SUSPECT: &str = "; the program's first read of it, right after its transfer and before any later one, already differed from the case's values the provider returned: the destination engine's reading of the output (its reshape kernel), not a later transfer, may be what is wrong";
 
 /// What reading each output of a run again, after the later transfers of
 /// the run, found: outputs that changed while the runtime held them.
@@ -169,6 +176,17 @@ pub(super) fn reread_in_run(inputs: &[HeldInRun<'_>], cases: &[Case]) -> HeldOut
         let Some(mut difference) = difference else {
             continue;
         };
+        // The provider returned the case's values, yet the program's first
+        // read of them, before any later transfer, already differed: the
+        // destination engine's reading of the output is the suspect.
+        if at_return == input.case.values()
+            && matches!(
+                input.at_start,
+                Some(Compared::Image(_) | Compared::Failed { .. })
+            )
+        {
+            difference.push_str(ENGINE_SUSPECT);
+        }
         if let Ok(now) = at_end
             && let Some(other) = cases
                 .iter()
@@ -248,6 +266,7 @@ impl Rig {
                         case,
                         position: index + 1,
                         at_return: readable_at_return(case, &call.result),
+                        at_start: observed.get(index).map(|output| &output.bytes),
                         at_end: &observed.get(cases.len() + index)?.bytes,
                     })
                 })
@@ -300,5 +319,31 @@ mod tests {
                 other = case_words(&other)
             )
         );
+    }
+
+    #[test]
+    fn an_output_read_wrong_before_any_later_transfer_names_the_engine() {
+        let cases = [
+            Case::from_values(vec![2], vec![1_i32, 2]).unwrap(),
+            Case::from_values(vec![2], vec![3_i32, 4]).unwrap(),
+        ];
+        let wrong = Compared::Image(vec![9, 0, 0, 0, 9, 0, 0, 0]);
+        let seen = |at_start: &Compared| {
+            let input = HeldInRun {
+                case: &cases[0],
+                position: 1,
+                at_return: Some(cases[0].values()),
+                at_start: Some(at_start),
+                at_end: &wrong,
+            };
+            reread_in_run(&[input], &cases).changed[0]
+                .difference
+                .clone()
+        };
+        // Read right first, wrong after the later transfer: a later
+        // transfer changed it.
+        assert!(!seen(&Compared::Same).contains("engine"));
+        // Already wrong at its first read: the engine is the suspect.
+        assert!(seen(&wrong).contains(ENGINE_SUSPECT));
     }
 }
