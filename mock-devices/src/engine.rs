@@ -122,7 +122,8 @@ impl SimEngine {
 
     /// The storage of `input`, when it is an owned compact tensor over the
     /// whole of a storage of this device whose every copy has completed:
-    /// what a [`Kernels::Lazy`] kernel reads when it runs.
+    /// what an aliasing reshape shares, and what a [`Kernels::Lazy`]
+    /// kernel reads when it runs.
     fn whole_resident<'a, T: Element>(
         &self,
         input: &'a TensorRead<'_>,
@@ -147,40 +148,21 @@ impl SimEngine {
     }
 
     /// A tensor of `shape` over the same allocation as `input`, when `input`
-    /// is an owned compact tensor of this device whose every copy has
-    /// completed and whose storage hands out all its elements; `None`
-    /// otherwise, and the caller copies (so pending, failed or misbehaving
-    /// memory fails exactly as a copy's read of it fails).
+    /// is an owned compact tensor over the whole of a storage of this
+    /// device whose every copy has completed ([`Self::whole_resident`]) and
+    /// which hands out all its elements; `None` otherwise, and the caller
+    /// copies (so pending, failed or misbehaving memory fails exactly as a
+    /// copy's read of it fails).
     fn alias_resident<T: Element>(
         &self,
         input: &TensorRead<'_>,
         shape: &[usize],
     ) -> Option<Result<Tensor>> {
-        let TensorRead::Tensor(tensor) = input else {
-            return None;
-        };
-        let typed = tensor.as_typed::<T>()?;
-        let StorageBuffer::Backend(buffer) = typed.buffer() else {
-            return None;
-        };
-        let storage = buffer.as_any().downcast_ref::<SimStorage<T>>()?;
-        let view = typed.as_view();
+        let storage = self.whole_resident::<T>(input)?;
         let count = shape.iter().product::<usize>();
-        let compact = is_compact(view.shape(), view.strides()) && view.offset() == 0;
-        if !compact
-            || storage
-                .device()
-                .is_none_or(|device| !device.same_device(&self.device))
-            || storage.completion() != StorageCompletion::Complete
-        {
-            return None;
-        }
-        // Read through the tensor's own buffer, as a copy would: a wrapper
-        // around the simulated memory that misbehaves (panics, hands out
-        // fewer elements) misbehaves here too, or is copied.
-        let readable = buffer
-            .map_read()
-            .is_ok_and(|values| values.len() == count && storage.len() == count);
+        // Read through the storage, as a copy would: memory that hands out
+        // fewer elements than it holds is copied, and fails there.
+        let readable = BackendStorage::map_read(storage).is_ok_and(|values| values.len() == count);
         if !readable {
             return None;
         }

@@ -91,21 +91,13 @@ impl SimStream {
         shape: Vec<usize>,
         values: Vec<T>,
     ) -> tenferro_tensor::Result<(Tensor, CopyToken)> {
-        const OP: &str = "SimStream::enqueue_copy";
-        let (storage, memory) = self
-            .device
-            .allocate_for_copy::<T>(values.len())
-            .map_err(|error| Error::backend_source(OP, error))?;
-        let op = self
-            .queue(values, &memory)
-            .map_err(|error| Error::backend_source(OP, error))?;
-        let tensor = TypedTensor::<T>::from_buffer_col_major(
+        let len = values.len();
+        self.enqueue_fresh(
+            "SimStream::enqueue_copy",
             shape,
-            StorageBuffer::Backend(Box::new(storage)),
-            self.device.placement(),
+            len,
+            Box::new(move || values),
         )
-        .map(Tensor::from_typed)?;
-        Ok((tensor, CopyToken::new(op)))
     }
 
     /// Allocate device memory for `shape` and queue a kernel that copies
@@ -117,24 +109,37 @@ impl SimStream {
         shape: Vec<usize>,
         source: &SimStorage<T>,
     ) -> tenferro_tensor::Result<(Tensor, CopyToken)> {
-        const OP: &str = "SimStream::enqueue_reading";
         let len = shape.iter().product::<usize>();
+        let cells = Arc::clone(source.memory());
+        let read = Box::new(move || cells.read().iter().take(len).cloned().collect());
+        self.enqueue_fresh("SimStream::enqueue_reading", shape, len, read)
+    }
+
+    /// Allocate `len` elements of device memory, queue a copy of what
+    /// `read` gives when it lands into them, and return them as a tensor of
+    /// `shape` (which refuses reads until the copy lands), with the copy's
+    /// token; `op` names the caller in errors.
+    fn enqueue_fresh<T: Element>(
+        &self,
+        op: &'static str,
+        shape: Vec<usize>,
+        len: usize,
+        read: Box<dyn FnOnce() -> Vec<T> + Send>,
+    ) -> tenferro_tensor::Result<(Tensor, CopyToken)> {
         let (storage, memory) = self
             .device
             .allocate_for_copy::<T>(len)
-            .map_err(|error| Error::backend_source(OP, error))?;
-        let cells = Arc::clone(source.memory());
-        let read = Box::new(move || cells.read().iter().take(len).cloned().collect());
-        let op = self
+            .map_err(|error| Error::backend_source(op, error))?;
+        let copy = self
             .queue_reading(len, read, &memory)
-            .map_err(|error| Error::backend_source(OP, error))?;
+            .map_err(|error| Error::backend_source(op, error))?;
         let tensor = TypedTensor::<T>::from_buffer_col_major(
             shape,
             StorageBuffer::Backend(Box::new(storage)),
             self.device.placement(),
         )
         .map(Tensor::from_typed)?;
-        Ok((tensor, CopyToken::new(op)))
+        Ok((tensor, CopyToken::new(copy)))
     }
 
     /// Queue a copy of `values` into `target`, memory of this device that

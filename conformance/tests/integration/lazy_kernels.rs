@@ -12,26 +12,15 @@
 
 use std::sync::Arc;
 
-use tenferro_transfer_conformance::BoxError;
-use tenferro_transfer_conformance::harness::HarnessError;
 use tenferro_transfer_conformance::mock_devices::Kernels;
 use tenferro_transfer_conformance::mock_devices::providers::CachingAllocator;
 use tenferro_transfer_conformance::prelude::*;
 
-/// Host to `sim0`, whose kernels read their input as they run.
-fn lazy_destination() -> Result<Route, HarnessError> {
-    let route = Route::host_to_sim()?;
-    if let Some(device) = route.destination().downcast::<SimDevice>() {
-        device.set_kernels(Kernels::Lazy);
-    }
-    Ok(route)
-}
+use crate::support::kernels::with_kernels;
 
-fn sim(endpoint: &Endpoint) -> Result<SimDevice, BoxError> {
-    Ok(endpoint
-        .downcast::<SimDevice>()
-        .ok_or("a simulated endpoint")?
-        .clone())
+/// Host to `sim0`, whose kernels read their input as they run.
+fn lazy_destination() -> Result<Route, tenferro_transfer_conformance::harness::HarnessError> {
+    with_kernels(Route::host_to_sim(), Kernels::Lazy)
 }
 
 /// A caching allocator that lets the device finish its queued work (the
@@ -53,11 +42,13 @@ impl TransferProvider for WaitsForQueuedWork {
 fn a_block_written_under_a_queued_kernel_is_caught_by_the_deferred_read() {
     let suite = ProviderSuite::new("lazy-kernels", Level::V2)
         .route("writes_at_once", lazy_destination, |route| {
-            let upload = Arc::new(SimUpload::new(sim(route.destination())?));
+            let upload = Arc::new(SimUpload::new(
+                route.destination().try_downcast::<SimDevice>()?.clone(),
+            ));
             Ok(Arc::new(CachingAllocator::new(upload, 4)) as _)
         })
         .route("waits", lazy_destination, |route| {
-            let device = sim(route.destination())?;
+            let device = route.destination().try_downcast::<SimDevice>()?.clone();
             let upload = Arc::new(SimUpload::new(device.clone()));
             Ok(Arc::new(WaitsForQueuedWork {
                 device,

@@ -9,44 +9,30 @@
 
 use std::sync::Arc;
 
-use tenferro_transfer_conformance::BoxError;
-use tenferro_transfer_conformance::harness::HarnessError;
 use tenferro_transfer_conformance::mock_devices::Kernels;
 use tenferro_transfer_conformance::prelude::*;
 
-/// `route` with its simulated endpoints' kernels queued.
-fn queued(route: Result<Route, HarnessError>) -> Result<Route, HarnessError> {
-    let route = route?;
-    for endpoint in [route.source(), route.destination()] {
-        if let Some(device) = endpoint.downcast::<SimDevice>() {
-            device.set_kernels(Kernels::Queued);
-        }
-    }
-    Ok(route)
-}
-
-fn sim(endpoint: &Endpoint) -> Result<SimDevice, BoxError> {
-    Ok(endpoint
-        .downcast::<SimDevice>()
-        .ok_or("a simulated endpoint")?
-        .clone())
-}
+use crate::support::kernels::with_kernels;
 
 #[test]
 fn a_correct_provider_passes_every_rule_where_the_engine_queues_its_kernels() {
     let suite = ProviderSuite::new("queued-kernels", Level::V2)
         .route(
             "upload",
-            || queued(Route::host_to_sim()),
-            |route| Ok(Arc::new(SimUpload::new(sim(route.destination())?)) as _),
+            || with_kernels(Route::host_to_sim(), Kernels::Queued),
+            |route| {
+                Ok(Arc::new(SimUpload::new(
+                    route.destination().try_downcast::<SimDevice>()?.clone(),
+                )) as _)
+            },
         )
         .route(
             "peer",
-            || queued(Route::sim_to_sim()),
+            || with_kernels(Route::sim_to_sim(), Kernels::Queued),
             |route| {
                 Ok(Arc::new(SimPeer::new(
-                    sim(route.source())?,
-                    sim(route.destination())?,
+                    route.source().try_downcast::<SimDevice>()?.clone(),
+                    route.destination().try_downcast::<SimDevice>()?.clone(),
                 )) as _)
             },
         )

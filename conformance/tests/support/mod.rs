@@ -5,6 +5,7 @@
 
 pub mod blocks;
 pub mod filling_cache;
+pub mod kernels;
 pub mod vendor_sim;
 pub mod verdicts;
 
