@@ -275,10 +275,12 @@ impl Rig {
 
     /// From now on (`true`), read the runtime's outputs of a run only
     /// after the next run, as a caller that collects its results later
-    /// does: a run neither synchronizes the engines nor reads its outputs;
-    /// with [`Rig::keep_outputs`], it holds them as the case's values and
-    /// they are read with the other held outputs after the next run
-    /// (`output-stable`). As each call returns, its output read, the
+    /// does, where the rig keeps outputs ([`Rig::keep_outputs`]; a rig that
+    /// keeps none reads every run as before): a run neither synchronizes
+    /// the engines nor reads its outputs, holds each output whose provider
+    /// returned its case's values as those values, and reads it with the
+    /// other held outputs after the next run (`output-stable`). As each
+    /// call returns, its output read, the
     /// destination's queues are stalled ([`DeviceEndpoint::stall_queues`](crate::DeviceEndpoint::stall_queues),
     /// for [`DEFERRED_READ_STALL`](crate::DEFERRED_READ_STALL)), so the
     /// destination engine's kernel over the output is still queued when
@@ -292,14 +294,23 @@ impl Rig {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use tenferro_transfer_harness::{Case, HostProvider, Oracle, Rig, Route};
+    /// use tenferro_transfer_harness::{
+    ///     Case, Compared, HostProvider, Oracle, Rig, Route, RuntimeVerdict,
+    /// };
     ///
     /// let route = Route::host_to_host().unwrap();
     /// let mut rig = Rig::new(route.clone(), Arc::new(HostProvider::new())).unwrap();
-    /// rig.keep_outputs(true);
     /// rig.defer_output_reads(true);
     /// let first = Case::from_values(vec![3], vec![1.0_f32, -0.0, 2.5]).unwrap();
-    /// rig.run(&first).unwrap();
+    /// // A rig that keeps no output reads every run as before.
+    /// let read = rig.run(&first).unwrap();
+    /// assert!(matches!(&read.runtime, RuntimeVerdict::Accepted(output) if output.bytes == Compared::Same));
+    /// rig.keep_outputs(true);
+    /// let deferred = rig.run(&first).unwrap();
+    /// assert!(matches!(
+    ///     &deferred.runtime,
+    ///     RuntimeVerdict::Accepted(output) if matches!(output.bytes, Compared::NotReadable { .. })
+    /// ));
     /// rig.defer_output_reads(false);
     /// let next = Case::from_values(vec![3], vec![4.0_f32, 5.0, 6.0]).unwrap();
     /// let outcome = rig.run(&next).unwrap();

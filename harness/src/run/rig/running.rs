@@ -99,7 +99,9 @@ impl Rig {
             Sample::of(self.route.destination(), counted),
         ];
         self.spy.take();
-        let reads = if self.spy.defers_output_reads() {
+        // Deferred only where the outputs are kept: they are read when
+        // held, and an output neither kept nor read would go unchecked.
+        let reads = if self.spy.defers_output_reads() && self.keeping {
             OutputReads::Deferred
         } else {
             OutputReads::Now
@@ -288,6 +290,7 @@ impl Rig {
                         .map(|(before, case)| Expected {
                             input: before.shared_reference(case),
                             output: Some(case.shared_values()),
+                            stall_destination: reads == OutputReads::Deferred,
                         })
                         .collect(),
                 );

@@ -164,6 +164,13 @@ pub(crate) struct Expected {
     pub(crate) input: Option<Reference>,
     /// The values its output must hold: the case's (`values`).
     pub(crate) output: Option<Reference>,
+    /// Stall the destination's queues as the call returns, once its output
+    /// was read (a run whose outputs are read only after the next run,
+    /// [`Rig::defer_output_reads`](crate::Rig::defer_output_reads)): the
+    /// work the runtime queues on the output next (the destination
+    /// engine's kernel) waits behind the stall, so it is still queued when
+    /// the next run's call is made.
+    pub(crate) stall_destination: bool,
 }
 
 /// What each call of a run is expected to read, and how many of the run's
@@ -300,11 +307,11 @@ impl Spy {
         self.unread.store(unread, Ordering::Relaxed);
     }
 
-    /// From now on, stall the destination's queues
-    /// ([`Endpoint::stall_queues`], for [`DEFERRED_READ_STALL`]) as each
-    /// call returns, once its output was read, and leave the runtime's
-    /// outputs of a run unread until the next run (`false`, as a Spy
-    /// starts): see [`Rig::defer_output_reads`](crate::Rig::defer_output_reads).
+    /// From now on, read the runtime's outputs of a run that keeps its
+    /// outputs only after the next run, the destination's queues stalled
+    /// ([`Endpoint::stall_queues`], for [`DEFERRED_READ_STALL`]) as each of
+    /// its calls returns (`false`, as a Spy starts): see
+    /// [`Rig::defer_output_reads`](crate::Rig::defer_output_reads).
     pub fn defer_output_reads(&self, defer: bool) {
         self.defers.store(defer, Ordering::Relaxed);
     }
@@ -315,12 +322,10 @@ impl Spy {
         self.defers.load(Ordering::Relaxed)
     }
 
-    /// Where reads are deferred, stall the destination as a call returns:
-    /// the work the runtime queues on the output next (the destination
-    /// engine's kernel) waits behind it, so it is still queued when the
-    /// next run's call is made.
-    fn stall_if_deferred(&self) {
-        if self.defers_output_reads()
+    /// Stall the destination as a call returns, where the run asks it
+    /// ([`Expected::stall_destination`]).
+    fn stall_if_asked(&self, expected: &Expected) {
+        if expected.stall_destination
             && let Some(destination) = &self.destination
         {
             destination.stall_queues(DEFERRED_READ_STALL);
@@ -542,7 +547,7 @@ impl TransferProvider for Spy {
                     expected.output.as_ref().map(Reference::expected),
                 );
                 end(ProviderResult::Returned(returned), read_input());
-                self.stall_if_deferred();
+                self.stall_if_asked(&expected);
                 Ok(tensor)
             }
             Ok(Err(error)) => {
