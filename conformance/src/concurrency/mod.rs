@@ -392,7 +392,9 @@ impl Shared<'_> {
         let mut calls = Vec::with_capacity(plan.len());
         for (index, recipe) in plan.iter().enumerate() {
             if thread == 0 {
-                stall_round(self.route, index);
+                // An adapter's stall that panics must not keep this thread
+                // from its barrier: the round runs unstalled.
+                let _ = catch_unwind(AssertUnwindSafe(|| stall_round(self.route, index)));
             }
             self.barrier.wait();
             let started = self.clock.fetch_add(1, Ordering::SeqCst);
