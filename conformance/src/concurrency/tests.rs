@@ -192,3 +192,63 @@ fn twin_rounds_stall_the_destination_and_one_other_round_in_three_the_source() {
     assert_eq!(stalled(6), [true, false]);
     assert_eq!(stalled(7), [false, true]);
 }
+
+/// A host endpoint whose adapter panics when asked to stall.
+#[derive(Debug)]
+struct PanickingStall(tenferro_transfer_harness::HostEndpoint);
+
+impl tenferro_transfer_harness::DeviceEndpoint for PanickingStall {
+    fn describe(&self) -> tenferro_transfer_harness::DeviceDescription {
+        self.0.describe()
+    }
+    fn registration(
+        &self,
+        role: tenferro_transfer_harness::EngineRole,
+    ) -> Result<tenferro_runtime::EngineRegistration, HarnessError> {
+        self.0.registration(role)
+    }
+    fn engine(
+        &self,
+        role: tenferro_transfer_harness::EngineRole,
+    ) -> Result<Box<dyn tenferro_runtime::ExecutionEngine>, HarnessError> {
+        self.0.engine(role)
+    }
+    fn stage(
+        &self,
+        case: &tenferro_transfer_harness::Case,
+        use_input: &mut dyn FnMut(tenferro_tensor::TensorRead<'_>),
+    ) -> Result<(), HarnessError> {
+        self.0.stage(case, use_input)
+    }
+    fn stall_queues(&self, _pause: std::time::Duration) -> bool {
+        panic!("the adapter's stall panicked")
+    }
+}
+
+#[test]
+fn an_adapter_whose_stall_panics_does_not_hang_the_concurrent_calls() {
+    use tenferro_transfer_harness::{Endpoint, HostEndpoint, HostProvider};
+
+    let route = Route::new(
+        Endpoint::new(PanickingStall(HostEndpoint::plain("host-a").unwrap())),
+        Endpoint::new(PanickingStall(HostEndpoint::plain("host-b").unwrap())),
+    )
+    .unwrap();
+    let provider: Arc<dyn TransferProvider> = Arc::new(HostProvider::new());
+    let options = ConcurrencyOptions {
+        threads: 2,
+        cases_per_thread: 8,
+        repeats: 1,
+        ..ConcurrencyOptions::default()
+    };
+    let pressure = drive(
+        &route,
+        &provider,
+        Profile::Quick,
+        &Capabilities::all(),
+        &options,
+    )
+    .unwrap();
+    assert_eq!(pressure.calls.len(), 16);
+    assert!(pressure.failures().next().is_none());
+}
