@@ -302,17 +302,6 @@ impl VendorDevice {
         }
     }
 
-    /// Hold the copy engine back for `pause`, as a busy device would: a job
-    /// that sleeps, queued in order, so every copy queued after it lands
-    /// `pause` later at the earliest. Returns at once (the suite's
-    /// `DeviceEndpoint::stall_queues`).
-    pub fn stall(&self, pause: Duration) {
-        let _ticket = self
-            .inner
-            .copies
-            .enqueue(|_| Box::new(move || std::thread::sleep(pause)));
-    }
-
     /// Tell `observer` of every allocation made and freed from now on.
     pub fn set_allocation_observer(&self, observer: Arc<dyn AllocationObserver>) {
         self.inner.accounting.observe(observer);

@@ -83,13 +83,6 @@ impl DeviceEndpoint for VendorEndpoint {
     fn settle(&self) {
         self.device.synchronize();
     }
-
-    /// A sleeping job on the copy engine: the copies queued after it (a
-    /// staged input's upload, a provider's copies) wait behind it.
-    fn stall_queues(&self, pause: std::time::Duration) -> bool {
-        self.device.stall(pause);
-        true
-    }
 }
 
 /// Host (tenferro-cpu) to a fresh vendor device `npu0`, listed in a ledger.
