@@ -318,7 +318,9 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// queue a job that sleeps `pause`; CUDA: a host function that sleeps,
     /// `cuLaunchHostFunc`, on each such stream). Work queued before the
     /// call is not held back; nothing may be lost or reordered within a
-    /// queue.
+    /// queue. Never wait for the pause here: the suite calls this outside
+    /// a call's deadline (a stall that panics is caught and ignored in the
+    /// concurrent phase; one that blocks holds the suite).
     fn stall_queues(&self, pause: Duration) -> bool {
         let _ = pause;
         false
