@@ -120,14 +120,16 @@ impl SimEngine {
         self.copy_resident(op, input, shape)
     }
 
-    /// The storage of `input`, when it is an owned compact tensor over the
-    /// whole of a storage of this device whose every copy has completed:
-    /// what an aliasing reshape shares, and what a [`Kernels::Lazy`]
-    /// kernel reads when it runs.
+    /// The buffer of `input` and the simulated storage behind it (the
+    /// buffer itself, or what a wrapper around it answers from `as_any`),
+    /// when `input` is an owned compact tensor over the whole of a storage
+    /// of this device whose every copy has completed: what an aliasing
+    /// reshape shares, and what a [`Kernels::Lazy`] kernel reads when it
+    /// runs.
     fn whole_resident<'a, T: Element>(
         &self,
         input: &'a TensorRead<'_>,
-    ) -> Option<&'a SimStorage<T>> {
+    ) -> Option<(&'a dyn BackendStorage<T>, &'a SimStorage<T>)> {
         let TensorRead::Tensor(tensor) = input else {
             return None;
         };
@@ -144,7 +146,7 @@ impl SimEngine {
             .device()
             .is_some_and(|device| device.same_device(&self.device))
             && storage.completion() == StorageCompletion::Complete;
-        (whole && resident).then_some(storage)
+        (whole && resident).then_some((buffer.as_ref(), storage))
     }
 
     /// A tensor of `shape` over the same allocation as `input`, when `input`
@@ -158,11 +160,12 @@ impl SimEngine {
         input: &TensorRead<'_>,
         shape: &[usize],
     ) -> Option<Result<Tensor>> {
-        let storage = self.whole_resident::<T>(input)?;
+        let (buffer, storage) = self.whole_resident::<T>(input)?;
         let count = shape.iter().product::<usize>();
-        // Read through the storage, as a copy would: memory that hands out
-        // fewer elements than it holds is copied, and fails there.
-        let readable = BackendStorage::map_read(storage).is_ok_and(|values| values.len() == count);
+        // Read through the tensor's own buffer, as a copy would: a wrapper
+        // around the simulated memory that misbehaves (panics, hands out
+        // fewer elements) misbehaves here too, or is copied.
+        let readable = buffer.map_read().is_ok_and(|values| values.len() == count);
         if !readable {
             return None;
         }
@@ -196,7 +199,7 @@ impl SimEngine {
         }
         with_element!(input.dtype(), T => {
             if self.device.kernels() == Kernels::Lazy
-                && let Some(source) = self.whole_resident::<T>(input)
+                && let Some((_, source)) = self.whole_resident::<T>(input)
             {
                 let (tensor, kernel) = self.device.stream(KERNEL_STREAM).enqueue_reading(shape.to_vec(), source)?;
                 self.queued.lock().unwrap_or_else(PoisonError::into_inner).push(kernel);
