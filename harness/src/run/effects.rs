@@ -136,6 +136,10 @@ pub struct HeldOutputs {
     pub reread: usize,
     /// Those whose bytes had changed.
     pub changed: Vec<ChangedOutput>,
+    /// Whether the run deferred its reads ([`crate::Rig::defer_output_reads`]):
+    /// nothing was read at its end, and what it held is read after the
+    /// next run, on that run's part.
+    pub deferred: bool,
 }
 
 /// An output the caller held whose bytes changed.

@@ -196,7 +196,12 @@ pub(super) fn check_held(held: Option<&crate::HeldOutputs>, judgement: &mut Judg
     for changed in &held.changed {
         judgement.violate(Rule::OutputStable, changed_message(changed));
     }
-    if held.reread == 0 && held.changed.is_empty() {
+    if held.deferred && held.changed.is_empty() {
+        judgement.skip(
+            Rule::OutputStable,
+            "this run's outputs were not read at its end (its reads are deferred): they are read, held, after the next run, on that run's part",
+        );
+    } else if held.reread == 0 && held.changed.is_empty() {
         judgement.skip(
             Rule::OutputStable,
             "no earlier output was held when this case ran",
@@ -236,6 +241,28 @@ mod tests {
             allocations: Some(allocations),
             bytes,
         }
+    }
+
+    #[test]
+    fn a_deferred_run_says_its_outputs_are_read_after_the_next_run() {
+        let deferred = crate::HeldOutputs {
+            deferred: true,
+            ..crate::HeldOutputs::default()
+        };
+        let mut judgement = Judgement::empty();
+        check_held(Some(&deferred), &mut judgement);
+        let reason = judgement.why_unchecked(Rule::OutputStable);
+        assert!(
+            reason.is_some_and(|reason| reason.contains("read, held, after the next run")),
+            "{reason:?}"
+        );
+        let mut judgement = Judgement::empty();
+        check_held(None, &mut judgement);
+        let reason = judgement.why_unchecked(Rule::OutputStable);
+        assert!(
+            reason.is_some_and(|reason| reason.contains("no earlier output is held")),
+            "{reason:?}"
+        );
     }
 
     #[test]

@@ -235,8 +235,8 @@ impl Rig {
     /// What the outputs a caller holds showed after this run: those held
     /// from earlier runs, read again, and in a run of several inputs the
     /// provider's own outputs, read again after the later transfers.
-    /// `None` where nothing is held on this path, or the run's reads are
-    /// deferred.
+    /// `None` where nothing is held on this path; marked deferred, with
+    /// nothing read, where the run's reads are deferred.
     pub(super) fn held_outputs(
         &self,
         cases: &[Case],
@@ -248,7 +248,10 @@ impl Rig {
         // engine's work over this run's outputs must stay queued into the
         // next run. Everything held is read after the next run.
         if ran.reads == OutputReads::Deferred {
-            return None;
+            return Some(HeldOutputs {
+                deferred: true,
+                ..HeldOutputs::default()
+            });
         }
         let mut seen = self.keeping.then(|| {
             let last = cases.last().map(case_words);

@@ -311,6 +311,8 @@ impl Rig {
     ///     &deferred.runtime,
     ///     RuntimeVerdict::Accepted(output) if matches!(output.bytes, Compared::NotReadable { .. })
     /// ));
+    /// // Its held part says so: read after the next run, not here.
+    /// assert!(deferred.held.as_ref().is_some_and(|held| held.deferred && held.reread == 0));
     /// rig.defer_output_reads(false);
     /// let next = Case::from_values(vec![3], vec![4.0_f32, 5.0, 6.0]).unwrap();
     /// let outcome = rig.run(&next).unwrap();
