@@ -156,3 +156,110 @@ fn a_stalled_source_meets_a_download_that_does_not_wait_for_queued_writes() {
         "{text}"
     );
 }
+
+/// The host to `sim0`, whose copies land on their own at once (latency
+/// mode, no latency), as a fast device's do; `stalling`: its adapter
+/// answers the suite's `stall_queues`.
+fn fast_destination(stalling: bool) -> Result<Route, HarnessError> {
+    let device = SimDevice::new(0).adapter_context("opening sim0")?;
+    device.set_completion_mode(CompletionMode::Latency {
+        base: Duration::ZERO,
+        jitter: Duration::ZERO,
+        seed: 1,
+    });
+    let destination = VendorSim::new(device.clone(), vec![device], false);
+    let destination = if stalling {
+        destination.stalling()
+    } else {
+        destination
+    };
+    Route::new(Endpoint::host("host")?, Endpoint::new(destination))
+}
+
+/// An upload that queues its copy on the destination's stream and waits
+/// for it, or returns at once (as a provider that waits on another
+/// queue's fence: the source's, say, which holds nothing of this copy).
+#[derive(Debug)]
+struct Upload {
+    destination: SimDevice,
+    waits_for_copy: bool,
+}
+
+impl TransferProvider for Upload {
+    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
+        const OP: &str = "Upload::transfer_blocking";
+        let input = request.input();
+        with_element!(input.dtype(), T => {
+            let (output, copy) = self
+                .destination
+                .stream(0)
+                .enqueue_copy(input.shape().to_vec(), read_compact::<T>(input)?)?;
+            if self.waits_for_copy {
+                copy.wait().map_err(|error| Error::backend_source(OP, error))?;
+            }
+            Ok(output)
+        }, external => Err(Error::unsupported(OP, "preset dtypes only").into()))
+    }
+}
+
+/// On a destination fast enough that a copy lands before anyone asks, a
+/// provider that returns before its copy landed is seen only where the
+/// destination can stall: the suite stalls it just before each call whose
+/// input it hands over unread, so the copy queued in the call waits
+/// behind the stall (the race of blind probe 13's M13, a peer copy that
+/// waited on the source's fence, not the destination's).
+#[test]
+fn a_stalled_destination_meets_an_upload_that_returns_before_its_copy_lands() {
+    let upload = |waits_for_copy| {
+        on_vendor_sim(false, move |destination| {
+            Arc::new(Upload {
+                destination: destination.device.clone(),
+                waits_for_copy,
+            })
+        })
+    };
+    let suite = ProviderSuite::new("fast-destination", Level::V2)
+        .route("waits", || fast_destination(true), upload(true))
+        .route("returns_at_once", || fast_destination(true), upload(false))
+        .route(
+            "returns_at_once_unstalled",
+            || fast_destination(false),
+            upload(false),
+        )
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    no_rule_fails(&suite, &report, "waits", Level::V2.rules());
+    // On the fixed cases (one call at a time, no stall of the held pass's
+    // deferred reads before them), the copy has landed before the suite
+    // looks unless the destination stalled just before the call: the race
+    // is met only with that stall (which is why it exists).
+    let failing_alone = |route: &str| {
+        report
+            .rows()
+            .iter()
+            .filter(|row| row.route.starts_with(&format!("{route} (")))
+            .filter(|row| row.layout == "owned" || row.layout.starts_with("view("))
+            .filter(|row| {
+                row.violations
+                    .iter()
+                    .any(|v| v.rule == Rule::Completion.id())
+            })
+            .count()
+    };
+    assert_eq!(
+        failing_alone("returns_at_once_unstalled"),
+        0,
+        "{}",
+        report.to_table()
+    );
+    assert!(
+        failing_alone("returns_at_once") > 0,
+        "{}",
+        report.to_table()
+    );
+    let RuleVerdict::Fail(text) = suite.check(&report, "returns_at_once", Rule::Completion) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(text.contains("returned"), "{text}");
+}

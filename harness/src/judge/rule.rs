@@ -59,7 +59,7 @@ macro_rules! __rule_catalogue {
                 abbreviation: "cm",
                 statement: "transfer_blocking returns only after the copy has completed, so the output is immediately readable.",
                 origin: "TransferProvider::transfer_blocking docs (runtime/transfer.rs): \"must not return after merely enqueueing work\"",
-                method: "Right after transfer_blocking returns, the Spy asks the destination whether the copy into the output has completed: simulated memory knows (a queued copy completes only when waited on); plain host memory cannot tell, so the rule is not checked there.",
+                method: "Right after transfer_blocking returns, the Spy asks the destination whether the copy into the output has completed (`DeviceEndpoint::completion`): simulated memory knows (a queued copy completes only when waited on), a vendor's device answers from its own fences; plain host memory cannot tell, so the rule is not checked there. Each call whose input reaches the provider unread is made just after a stall of the destination's queues where its adapter can stall them (`DeviceEndpoint::stall_queues`), so the work a provider queues on the destination is still pending at return if it did not wait for that work (it waited on another queue's fence, the source's say).",
             },
             Values values "values" V1 "Every element arrives bit-exact." {
                 abbreviation: "va",

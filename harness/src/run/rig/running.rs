@@ -291,6 +291,7 @@ impl Rig {
                             input: before.shared_reference(case),
                             output: Some(case.shared_values()),
                             stall_destination: reads == OutputReads::Deferred,
+                            stall_destination_first: unread && !memory_only,
                         })
                         .collect(),
                 );

@@ -20,7 +20,7 @@ use crate::Compared;
 use crate::run::accounting::Sample;
 use crate::run::effects::reread_backing;
 use crate::values::compared::Reference;
-use crate::{DEFERRED_READ_STALL, Endpoint, source_chain};
+use crate::{DEFERRED_READ_STALL, Endpoint, QUEUE_STALL, source_chain};
 
 mod in_flight;
 mod returned;
@@ -171,6 +171,12 @@ pub(crate) struct Expected {
     /// engine's kernel) waits behind the stall, so it is still queued when
     /// the next run's call is made.
     pub(crate) stall_destination: bool,
+    /// Stall the destination's queues just before the call (a run whose
+    /// inputs reach the provider unread, [`Spy::hand_inputs_unread`]): the
+    /// provider's own work on the destination waits behind the stall, so
+    /// a provider that returns before that work has landed (it waited on
+    /// another queue, or on the source's) is seen incomplete at return.
+    pub(crate) stall_destination_first: bool,
 }
 
 /// What each call of a run is expected to read, and how many of the run's
@@ -322,13 +328,11 @@ impl Spy {
         self.defers.load(Ordering::Relaxed)
     }
 
-    /// Stall the destination as a call returns, where the run asks it
-    /// ([`Expected::stall_destination`]).
-    fn stall_if_asked(&self, expected: &Expected) {
-        if expected.stall_destination
-            && let Some(destination) = &self.destination
-        {
-            destination.stall_queues(DEFERRED_READ_STALL);
+    /// Stall the destination's queues for `pause` where `asked` (by the
+    /// run's [`Expected`]).
+    fn stall_destination(&self, asked: bool, pause: Duration) {
+        if asked && let Some(destination) = &self.destination {
+            destination.stall_queues(pause);
         }
     }
 
@@ -501,6 +505,7 @@ impl TransferProvider for Spy {
             .as_ref()
             .map(|destination| Sample::of(destination, self.counts_memory))
             .filter(Sample::accounts);
+        self.stall_destination(expected.stall_destination_first, QUEUE_STALL);
         let (result, input_in_flight) = self.call_inner(request, &input, &expected);
         // The borrowed input, read again as soon as the provider returned
         // (after the output's completion probe, which is asked before any
@@ -547,7 +552,7 @@ impl TransferProvider for Spy {
                     expected.output.as_ref().map(Reference::expected),
                 );
                 end(ProviderResult::Returned(returned), read_input());
-                self.stall_if_asked(&expected);
+                self.stall_destination(expected.stall_destination, DEFERRED_READ_STALL);
                 Ok(tensor)
             }
             Ok(Err(error)) => {
