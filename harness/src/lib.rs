@@ -53,6 +53,7 @@ pub use values::compared::{Compared, compare_as_read};
 pub use values::element::{Element, PRESET_DTYPES, element_width};
 pub use values::equal_as_numbers::{NEGATIVE_ZEROS, OTHER_NAN_PAYLOAD, WITH_NANS};
 pub use values::layout::{Layout, ViewAxis, ViewSpec};
+pub use values::runs::{RUN_LENGTHS, RUNS_ELEMENTS};
 
 // device: the device adapter API.
 pub use device::absent::device_required;

@@ -12,9 +12,9 @@ use tenferro_runtime::TransferProvider;
 use tenferro_transfer_harness::settings::ROUTES_ENV;
 use tenferro_transfer_harness::strategy::{Capabilities, Profile, Recipe, ValueSource};
 use tenferro_transfer_harness::{
-    Case, HarnessError, INSIDE_CAPABILITIES, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
-    MAX_EXCEEDED_RANK, OutsideCase, Route, RouteDeadline, Rule, Settings, SettingsError, Watchdog,
-    describe_error, panic_message,
+    Case, HarnessError, INSIDE_CAPABILITIES, Layout, MAX_EXCEEDED_BYTES, MAX_EXCEEDED_ELEMENTS,
+    MAX_EXCEEDED_RANK, OutsideCase, RUNS_ELEMENTS, Route, RouteDeadline, Rule, Settings,
+    SettingsError, Watchdog, describe_error, panic_message,
 };
 
 use super::{DeclaredRoute, ProviderFactory, ProviderSuite, RouteRun};
@@ -533,8 +533,11 @@ impl ProviderSuite {
 
 /// The recipes of the fixed cases for every dtype `capabilities` declare:
 /// the fixed shapes (with the million-element one outside the `quick`
-/// profile), the size classes every profile reaches, and for a float dtype
-/// every special value in both signs. The run keeps those inside the
+/// profile), the size classes every profile reaches, for a float dtype
+/// every special value in both signs, and a vector of runs of one value
+/// ([`Case::runs`], up to [`RUNS_ELEMENTS`] as far as the declared maximum
+/// goes), where a copy that compresses what it sends changes strategy.
+/// The run keeps those inside the
 /// capabilities; each is replayed alone from its recipe.
 fn fixed_recipes(capabilities: &Capabilities, profile: Profile) -> Vec<Recipe> {
     let include_large = profile != Profile::Quick && capabilities.max_elements >= LARGE_ELEMENTS;
@@ -559,6 +562,15 @@ fn fixed_recipes(capabilities: &Capabilities, profile: Profile) -> Vec<Recipe> {
                 case.shape().to_vec(),
                 case.layout().clone(),
                 ValueSource::SpecialValues,
+            ));
+        }
+        let runs = RUNS_ELEMENTS.min(capabilities.max_elements);
+        if runs > 0 {
+            recipes.push(Recipe::fixed(
+                dtype,
+                vec![runs],
+                Layout::Owned,
+                ValueSource::Runs,
             ));
         }
     }

@@ -43,6 +43,7 @@ mod report_renderings;
 mod reused_block_copy;
 mod rig;
 mod route_selection;
+mod run_length;
 mod shape_specialised_plans;
 mod size_classes;
 mod slow_filling_cache;

@@ -129,7 +129,7 @@ impl Case {
     }
 
     /// The bytes `shape` holds of `dtype`, or why it holds none.
-    fn byte_len(dtype: DType, shape: &[usize]) -> Result<usize, HarnessError> {
+    pub(crate) fn byte_len(dtype: DType, shape: &[usize]) -> Result<usize, HarnessError> {
         let invalid = |reason: String| HarnessError::InvalidCase { reason };
         let width = element_width(dtype).ok_or_else(|| {
             invalid(format!(

@@ -34,6 +34,8 @@ enum Made {
     Patterned,
     /// Every byte zero ([`crate::Case::zeros`]).
     Zeros,
+    /// Runs of one value ([`crate::Case::runs`]).
+    Runs,
 }
 
 /// A case's values made on demand (seeded or patterned) with a twin's few
@@ -98,6 +100,15 @@ impl Generated {
         })
     }
 
+    /// `count` elements of the runs case of `dtype` ([`crate::Case::runs`]);
+    /// `None` for an external dtype.
+    pub(crate) fn runs(dtype: DType, count: usize) -> Option<Self> {
+        Some(Self {
+            made: Made::Runs,
+            ..Self::patterned(dtype, count)?
+        })
+    }
+
     /// The same values, made afresh: nothing made whole, no digests.
     pub(crate) fn remade(&self) -> Self {
         Self {
@@ -157,6 +168,10 @@ impl Generated {
             }
             Made::Zeros => {
                 out.resize(out.len() + (end - first) * self.width, 0);
+                return;
+            }
+            Made::Runs => {
+                crate::values::runs::runs_elements(self.dtype, first, end, out);
                 return;
             }
         };

@@ -13,4 +13,5 @@ pub(crate) mod generated;
 pub(crate) mod image_diff;
 pub(crate) mod layout;
 pub(crate) mod patterns;
+pub(crate) mod runs;
 pub(crate) mod special_values;

@@ -69,6 +69,8 @@ pub enum ValueSource {
     WholeBacking,
     /// Every element all zero bytes ([`Case::zeros`]).
     Zeros,
+    /// Runs of one value, 1 to 65,537 elements long ([`Case::runs`]).
+    Runs,
 }
 
 impl ValueSource {
@@ -216,6 +218,7 @@ impl Recipe {
             }
             ValueSource::WholeBacking => self.whole_backing_case(dtype),
             ValueSource::Zeros => Case::zeros(dtype, self.shape.clone(), self.layout.clone()),
+            ValueSource::Runs => Case::runs(dtype, self.shape.clone(), self.layout.clone()),
             ValueSource::EqualAsNumbers => {
                 Case::equal_as_numbers(dtype, self.shape.clone(), self.layout.clone(), self.seed)?
                     .ok_or_else(|| HarnessError::InvalidCase {
