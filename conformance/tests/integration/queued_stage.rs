@@ -263,3 +263,31 @@ fn a_stalled_destination_meets_an_upload_that_returns_before_its_copy_lands() {
     };
     assert!(text.contains("returned"), "{text}");
 }
+
+/// A source adapter whose `stage` is wrong (each owned input's first
+/// element off by one bit) under a correct download: `values` fails, and
+/// says the input was already wrong when read before the call, so the
+/// vendor looks at the adapter, not the provider.
+#[test]
+fn a_wrong_stage_under_a_correct_download_is_named_in_the_values_failure() {
+    let source = || -> Result<Route, HarnessError> {
+        let device = SimDevice::new(0).adapter_context("opening sim0")?;
+        let source = VendorSim::new(device.clone(), vec![device], false).corrupting_stage();
+        Route::new(Endpoint::new(source), Endpoint::host("host")?)
+    };
+    let download = on_vendor_sim(true, |source| {
+        Arc::new(SimDownload::new(source.device.clone()))
+    });
+    let suite = ProviderSuite::new("wrong-stage", Level::V2)
+        .route("download", source, download)
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    let RuleVerdict::Fail(text) = suite.check(&report, "download", Rule::Values) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(
+        text.contains("the input was wrong before the call"),
+        "{text}"
+    );
+}

@@ -19,6 +19,7 @@ pub struct VendorSim {
     drains: Vec<SimDevice>,
     queues_stage: bool,
     stalls: bool,
+    corrupts_stage: bool,
 }
 
 impl VendorSim {
@@ -30,6 +31,17 @@ impl VendorSim {
             drains,
             queues_stage,
             stalls: false,
+            corrupts_stage: false,
+        }
+    }
+
+    /// The same, staging each owned input with its first element's lowest
+    /// bit flipped: an adapter (or a device's upload) that is wrong, under
+    /// a provider that is right.
+    pub fn corrupting_stage(self) -> Self {
+        Self {
+            corrupts_stage: true,
+            ..self
         }
     }
 
@@ -81,6 +93,12 @@ impl DeviceEndpoint for VendorSim {
         case: &Case,
         use_input: &mut dyn FnMut(TensorRead<'_>),
     ) -> Result<(), HarnessError> {
+        if self.corrupts_stage && matches!(case.layout(), Layout::Owned) && !case.is_empty() {
+            let mut values = case.values().to_vec();
+            values[0] ^= 1;
+            let wrong = Case::new(case.dtype(), case.shape().to_vec(), Layout::Owned, values)?;
+            return DeviceEndpoint::stage(&self.device, &wrong, use_input);
+        }
         if !self.queues_stage {
             return DeviceEndpoint::stage(&self.device, case, use_input);
         }

@@ -223,6 +223,7 @@ impl Oracle {
                     route,
                     returned,
                     outcome.holds_values_of.as_deref(),
+                    &outcome.input.before,
                     &mut judgement,
                 )
             }

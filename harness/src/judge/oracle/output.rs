@@ -4,7 +4,10 @@
 
 use crate::judge::judgement::Judgement;
 use crate::values::image_diff::compare_images;
-use crate::{Case, Compared, CompletionState, Outcome, RequestRecord, ReturnedTensor, Route, Rule};
+use crate::{
+    Case, Compared, CompletionState, InputBefore, Layout, Outcome, RequestRecord, ReturnedTensor,
+    Route, Rule,
+};
 
 use super::OUTPUT_RULES;
 
@@ -59,6 +62,7 @@ pub(super) fn check_output(
     route: &Route,
     returned: &ReturnedTensor,
     holds_values_of: Option<&str>,
+    staged: &InputBefore,
     judgement: &mut Judgement,
 ) {
     let destination = route.destination();
@@ -198,6 +202,11 @@ pub(super) fn check_output(
                         "; the output holds the values of {other}: state the provider kept from one call to the next (a cache, a pool or a staging buffer) answered this one"
                     ));
                 }
+                if let (Layout::Owned, InputBefore::Bytes(read)) = (case.layout(), staged)
+                    && read.as_ref() == bytes.as_slice()
+                {
+                    message.push_str(STAGED_WRONG);
+                }
                 judgement.violate(Rule::Values, message);
             }
         }
@@ -221,6 +230,10 @@ fn residency_difference(storage: &crate::StorageRule, returned: &ReturnedTensor)
         }
     }
 }
+
+/// Said of an output that holds exactly what its owned input held when it
+/// was read before the call, where that already differed from the case.
+const STAGED_WRONG: &str = "; the output holds exactly what the input held when it was read before the call, which already differed from the case's values: the provider moved its input as it found it, and the input was wrong before the call (the source adapter's `stage`, the source device's upload or read-back, or an earlier call's late write into the input's memory)";
 
 /// Compare the output image with the case's, element by element.
 pub(super) fn compare_values(case: &Case, actual: &[u8]) -> Option<String> {
