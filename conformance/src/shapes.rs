@@ -177,7 +177,9 @@ pub const ABOVE_1MI_ELEMENTS: usize = 1031 * 1019;
 ///   ranks 0 to 4;
 /// - `rank-7` and `at-maximum-rank` (owned): the next rank above the
 ///   generator's, and the declared maximum rank up to
-///   [`MAX_EXCEEDED_RANK`] (16), where declared that high.
+///   [`MAX_EXCEEDED_RANK`] (16), where declared that high; and
+///   `rank-7-view`, a view of rank 7 compact on its first six axes, its
+///   only offset and gap on the seventh.
 ///
 /// # Examples
 ///
@@ -236,6 +238,11 @@ pub fn size_classes(capabilities: &Capabilities) -> Vec<FixedShape> {
             shape: high_rank_shape(MAX_RANK + 1),
             layout: Layout::Owned,
         });
+        shapes.push(FixedShape {
+            name: "rank-7-view",
+            shape: high_rank_shape(MAX_RANK + 1),
+            layout: rank_seven_view(),
+        });
     }
     if highest > MAX_RANK + 1 {
         shapes.push(FixedShape {
@@ -276,6 +283,27 @@ fn large_view() -> Layout {
                 step: -1,
                 len: 67,
             },
+        ],
+        permutation: vec![],
+    })
+}
+
+/// A rank-7 view of [`high_rank_shape`]'s shape: compact on its first six
+/// axes, its only offset and gap on the seventh, past the ranks the
+/// generator draws (a layout check that stops at six axes takes it for
+/// compact).
+fn rank_seven_view() -> Layout {
+    let axis = |first, step, len| ViewAxis { first, step, len };
+    Layout::View(ViewSpec {
+        backing_shape: vec![2, 3, 1, 2, 1, 1, 5],
+        axes: vec![
+            axis(0, 1, 2),
+            axis(0, 1, 3),
+            axis(0, 1, 1),
+            axis(0, 1, 2),
+            axis(0, 1, 1),
+            axis(0, 1, 1),
+            axis(1, 2, 2),
         ],
         permutation: vec![],
     })
