@@ -392,9 +392,10 @@ impl Shared<'_> {
         let mut calls = Vec::with_capacity(plan.len());
         for (index, recipe) in plan.iter().enumerate() {
             if thread == 0 {
-                // An adapter's stall that panics must not keep this thread
-                // from its barrier: the round runs unstalled.
-                let _ = catch_unwind(AssertUnwindSafe(|| stall_round(self.route, index)));
+                // An adapter's stall that panics does not keep this thread
+                // from its barrier (`Endpoint::stall_queues` catches it):
+                // the round runs unstalled.
+                stall_round(self.route, index);
             }
             self.barrier.wait();
             let started = self.clock.fetch_add(1, Ordering::SeqCst);

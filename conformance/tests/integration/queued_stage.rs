@@ -291,3 +291,30 @@ fn a_wrong_stage_under_a_correct_download_is_named_in_the_values_failure() {
         "{text}"
     );
 }
+
+/// An adapter whose `stall_queues` panics (its own bug, which the guide
+/// says must not happen) is taken as one that cannot stall: the stall the
+/// suite makes inside the Spy's call, just before the provider's, must
+/// not be charged to a correct provider as a panic.
+#[test]
+fn an_adapter_whose_stall_panics_is_not_charged_to_the_provider() {
+    let destination = || -> Result<Route, HarnessError> {
+        let device = SimDevice::new(0).adapter_context("opening sim0")?;
+        let destination = VendorSim::new(device.clone(), vec![device], false)
+            .stalling()
+            .panicking_stall();
+        Route::new(Endpoint::host("host")?, Endpoint::new(destination))
+    };
+    let upload = on_vendor_sim(false, |destination| {
+        Arc::new(Upload {
+            destination: destination.device.clone(),
+            waits_for_copy: true,
+        })
+    });
+    let suite = ProviderSuite::new("panicking-stall", Level::V2)
+        .route("waits", destination, upload)
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    no_rule_fails(&suite, &report, "waits", Level::V2.rules());
+}

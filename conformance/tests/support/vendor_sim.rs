@@ -19,6 +19,7 @@ pub struct VendorSim {
     drains: Vec<SimDevice>,
     queues_stage: bool,
     stalls: bool,
+    stall_panics: bool,
     corrupts_stage: bool,
 }
 
@@ -31,7 +32,17 @@ impl VendorSim {
             drains,
             queues_stage,
             stalls: false,
+            stall_panics: false,
             corrupts_stage: false,
+        }
+    }
+
+    /// The same, whose `stall_queues` panics (an adapter's bug): the suite
+    /// takes it as a device that cannot stall.
+    pub fn panicking_stall(self) -> Self {
+        Self {
+            stall_panics: true,
+            ..self
         }
     }
 
@@ -155,6 +166,7 @@ impl DeviceEndpoint for VendorSim {
     }
 
     fn stall_queues(&self, pause: std::time::Duration) -> bool {
+        assert!(!self.stall_panics, "VendorSim::stall_queues panics");
         self.stalls && self.device.stall(pause)
     }
 

@@ -303,9 +303,12 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// device cannot stall.
     ///
     /// The suite stalls a source just before it stages an input it hands
-    /// over unread ([`Rig::hand_inputs_unread`](crate::Rig::hand_inputs_unread)),
-    /// and a route's devices at the start of some rounds of its concurrent
-    /// calls. A provider that waits for the queued work it depends on (the
+    /// over unread ([`Rig::hand_inputs_unread`](crate::Rig::hand_inputs_unread))
+    /// and the destination just before the call that moves it, a route's
+    /// devices at the start of some rounds of its concurrent calls, and
+    /// the destination as each call returns in a run whose outputs it reads
+    /// only after the next ([`Rig::defer_output_reads`](crate::Rig::defer_output_reads),
+    /// for [`DEFERRED_READ_STALL`]). A provider that waits for the queued work it depends on (the
     /// writes into its input, another queue's read of its scratch memory)
     /// gets the right bytes a little later; one that does not reads memory
     /// not yet written, or reuses memory not yet read, and breaks `values`.
@@ -319,8 +322,8 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// `cuLaunchHostFunc`, on each such stream). Work queued before the
     /// call is not held back; nothing may be lost or reordered within a
     /// queue. Never wait for the pause here: the suite calls this outside
-    /// a call's deadline (a stall that panics is caught and ignored in the
-    /// concurrent phase; one that blocks holds the suite).
+    /// a call's deadline (a stall that panics is caught and taken as no
+    /// stall; one that blocks holds the suite).
     fn stall_queues(&self, pause: Duration) -> bool {
         let _ = pause;
         false
