@@ -13,6 +13,7 @@ use tenferro_tensor::Error;
 use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::adapter::*;
 
+use crate::support::blocks::copy_onto;
 use crate::support::vendor_sim::{VendorSim, on_vendor_sim};
 use crate::support::verdicts::no_rule_fails;
 
@@ -39,14 +40,8 @@ impl TransferProvider for Peer {
         const OP: &str = "Peer::transfer_blocking";
         let input = request.input();
         with_element!(input.dtype(), T => {
-            let (tensor, token) = self
-                .destination
-                .stream(0)
-                .enqueue_copy(input.shape().to_vec(), read_compact::<T>(input)?)?;
-            if self.waits {
-                token.wait().map_err(|error| Error::backend_source(OP, error))?;
-            }
-            Ok(tensor)
+            let values = read_compact::<T>(input)?;
+            copy_onto(&self.destination, input.shape().to_vec(), values, self.waits, OP)
         }, external => Err(Error::unsupported(OP, "preset dtypes only").into()))
     }
 }

@@ -18,6 +18,7 @@ use tenferro_tensor::Error;
 use tenferro_transfer_conformance::Verdict;
 use tenferro_transfer_conformance::adapter::*;
 
+use crate::support::blocks::copy_onto;
 use crate::support::vendor_sim::{VendorSim, on_vendor_sim};
 use crate::support::verdicts::{no_rule_fails, replay_json};
 
@@ -190,14 +191,8 @@ impl TransferProvider for Upload {
         const OP: &str = "Upload::transfer_blocking";
         let input = request.input();
         with_element!(input.dtype(), T => {
-            let (output, copy) = self
-                .destination
-                .stream(0)
-                .enqueue_copy(input.shape().to_vec(), read_compact::<T>(input)?)?;
-            if self.waits_for_copy {
-                copy.wait().map_err(|error| Error::backend_source(OP, error))?;
-            }
-            Ok(output)
+            let values = read_compact::<T>(input)?;
+            copy_onto(&self.destination, input.shape().to_vec(), values, self.waits_for_copy, OP)
         }, external => Err(Error::unsupported(OP, "preset dtypes only").into()))
     }
 }

@@ -2,13 +2,15 @@
 //! compressed memory does: runs of one element go as (count, element).
 //! Two encoders written as a reviewer misses them: one that compares
 //! elements as numbers (`-0.0 == 0.0`, so a zero's sign follows the run it
-//! joins) and one that counts a run in a `u16` (a run of 65,536 elements
-//! wraps to none). No fixed or generated case holds two adjacent elements
+//! joins) and one that counts a run in a `u16` (a run of 65,537 elements
+//! wraps to one). No fixed or generated case holds two adjacent elements
 //! alike: the pattern and the seeded values change every element. The
 //! `runs` case ([`Case::runs`]) holds runs up to 65,537 elements long, each
-//! differing from the one before in bits but maybe not as a number; both
-//! encoders fail `values` on it, and the faithful encoder passes every
-//! rule (blind probe 13's M2 and M3, which every seed missed).
+//! differing from the one before in bits but maybe not as a number, and
+//! both encoders fail on it and only on it: the first `values`, the second
+//! `no-error` (it delivers too few elements, and its own count check
+//! refuses them). The faithful encoder passes every rule (blind probe 13's
+//! M2 and M3, which every seed missed).
 
 use std::sync::Arc;
 
@@ -17,6 +19,7 @@ use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::harness::{Element, RUNS_ELEMENTS};
 use tenferro_transfer_conformance::{BoxError, Verdict};
 
+use crate::support::blocks::copy_onto;
 use crate::support::verdicts::no_rule_fails;
 
 /// How the encoder finds and counts its runs.
@@ -78,9 +81,7 @@ impl TransferProvider for CompressingUpload {
             if values.len() != input.shape().iter().product::<usize>() {
                 return Err(Error::runtime_state(OP, "the link delivered the wrong count").into());
             }
-            let (output, copy) = self.device.stream(0).enqueue_copy(input.shape().to_vec(), values)?;
-            copy.wait().map_err(|error| Error::backend_source(OP, error))?;
-            Ok(output)
+            copy_onto(&self.device, input.shape().to_vec(), values, true, OP)
         }, external => Err(Error::unsupported(OP, "preset dtypes only").into()))
     }
 }

@@ -155,9 +155,7 @@ impl TransferProvider for CompactFastPath {
         let input = request.input();
         with_element!(input.dtype(), T => {
             let values = self.values::<T>(input)?;
-            let (output, copy) = self.device.stream(0).enqueue_copy(input.shape().to_vec(), values)?;
-            copy.wait().map_err(|error| tenferro_tensor::Error::backend_source(OP, error))?;
-            Ok(output)
+            crate::support::blocks::copy_onto(&self.device, input.shape().to_vec(), values, true, OP)
         }, external => Err(tenferro_tensor::Error::unsupported(OP, "preset dtypes only").into()))
     }
 }

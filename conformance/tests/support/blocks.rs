@@ -51,3 +51,21 @@ pub fn output_in_block<T: Element>(
     )
     .map(Tensor::from_typed)
 }
+
+/// `values` copied onto `device` (its stream 0) as a tensor of `shape`,
+/// the copy waited for where `wait` (a provider that returns at once
+/// where not): what the tests' simple uploads and peer copies do.
+pub fn copy_onto<T: Element>(
+    device: &SimDevice,
+    shape: Vec<usize>,
+    values: Vec<T>,
+    wait: bool,
+    op: &'static str,
+) -> tenferro_runtime::Result<Tensor> {
+    let (tensor, copy) = device.stream(0).enqueue_copy(shape, values)?;
+    if wait {
+        copy.wait()
+            .map_err(|error| tenferro_tensor::Error::backend_source(op, error))?;
+    }
+    Ok(tensor)
+}
