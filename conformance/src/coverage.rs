@@ -26,17 +26,20 @@ pub enum LayoutClass {
     Permutation,
     /// A view whose elements leave gaps in the memory they span.
     Gaps,
+    /// A view that repeats an element along an axis (a zero step).
+    Broadcast,
 }
 
 impl LayoutClass {
     /// Every class, in the map's order.
-    pub const ALL: [LayoutClass; 6] = [
+    pub const ALL: [LayoutClass; 7] = [
         LayoutClass::Owned,
         LayoutClass::PlainView,
         LayoutClass::Offset,
         LayoutClass::NegativeStep,
         LayoutClass::Permutation,
         LayoutClass::Gaps,
+        LayoutClass::Broadcast,
     ];
 
     /// The column's name (`negative-step`).
@@ -48,6 +51,7 @@ impl LayoutClass {
             LayoutClass::NegativeStep => "negative-step",
             LayoutClass::Permutation => "permutation",
             LayoutClass::Gaps => "gaps",
+            LayoutClass::Broadcast => "broadcast",
         }
     }
 
@@ -68,6 +72,7 @@ impl LayoutClass {
                 ViewKind::Offset => LayoutClass::Offset,
                 ViewKind::NegativeStep => LayoutClass::NegativeStep,
                 ViewKind::Permutation => LayoutClass::Permutation,
+                ViewKind::Broadcast => LayoutClass::Broadcast,
                 _ => LayoutClass::Gaps,
             })
             .collect();

@@ -26,8 +26,9 @@ pub const LARGE_ELEMENTS: usize = 1 << 20;
 /// The fixed set: rank 0, a zero-length dimension, a single element, odd
 /// sizes, rank 4, two strided views with offsets (one with a negative
 /// stride, one permuted), a compact view at offset 0 of a longer backing
-/// (what a provider may copy as if it owned the whole storage), and about
-/// a million elements.
+/// (what a provider may copy as if it owned the whole storage), a
+/// broadcast view (a zero stride, as tenferro's `broadcast_in_dim_view`
+/// makes), and about a million elements.
 ///
 /// # Examples
 ///
@@ -85,6 +86,11 @@ pub fn fixed_shapes(include_large: bool) -> Vec<FixedShape> {
             shape: vec![4, 3],
             layout: compact_view(),
         },
+        FixedShape {
+            name: "broadcast-view",
+            shape: vec![3, 2],
+            layout: broadcast_view(),
+        },
     ];
     if include_large {
         shapes.push(FixedShape {
@@ -134,6 +140,28 @@ fn permuted_view() -> Layout {
             },
         ],
         permutation: vec![1, 0],
+    })
+}
+
+/// Row 1 of a 3x4 backing, columns 1 and 2, each element read three times:
+/// strides [0, 3], offset 4. Read as if the zero stride were compact
+/// ([1, 3]), it yields other elements of the same backing.
+fn broadcast_view() -> Layout {
+    Layout::View(ViewSpec {
+        backing_shape: vec![3, 4],
+        axes: vec![
+            ViewAxis {
+                first: 1,
+                step: 0,
+                len: 3,
+            },
+            ViewAxis {
+                first: 1,
+                step: 1,
+                len: 2,
+            },
+        ],
+        permutation: vec![],
     })
 }
 

@@ -401,8 +401,8 @@ fn in_routes(routes: &[&RouteCoverage], record: &CaseRecord) -> bool {
 const GROUP_STARTS: [usize; 4] = [
     2,
     2 + DTYPES.len(),
-    2 + DTYPES.len() + 6,
-    2 + DTYPES.len() + 6 + 5,
+    2 + DTYPES.len() + LayoutClass::ALL.len(),
+    2 + DTYPES.len() + LayoutClass::ALL.len() + SizeClass::ALL.len(),
 ];
 
 /// The map's header row.
@@ -428,6 +428,7 @@ fn short_layout(layout: LayoutClass) -> &'static str {
         LayoutClass::NegativeStep => "neg",
         LayoutClass::Permutation => "perm",
         LayoutClass::Gaps => "gaps",
+        LayoutClass::Broadcast => "bcast",
     }
 }
 

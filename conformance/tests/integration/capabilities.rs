@@ -24,13 +24,15 @@ enum Limit {
     DType,
     NegativeSteps,
     Permutations,
+    Broadcasts,
     Rank,
     Bytes,
 }
 
 /// A vendor's upload: the simulated device's copy behind its own checks,
 /// written from tenferro's `TensorRead` alone. It serves views with
-/// offsets and gaps, never with negative steps or permuted axes.
+/// offsets and gaps, never with negative steps, permuted axes or a
+/// broadcast (a zero stride).
 #[derive(Debug)]
 struct VendorUpload {
     inner: SimUpload,
@@ -64,6 +66,9 @@ impl VendorUpload {
                 .filter(|(extent, _)| **extent > 1)
                 .map(|(_, stride)| *stride)
                 .collect();
+            if count > 0 && moving.contains(&0) {
+                return Some((Limit::Broadcasts, "zero strides".to_owned()));
+            }
             if count > 0 && moving.iter().any(|stride| *stride < 0) {
                 return Some((Limit::NegativeSteps, "negative strides".to_owned()));
             }
@@ -148,6 +153,7 @@ fn an_honest_provider_passes_every_rule_with_a_case_outside_each_limit() {
             "dtype C64 is not declared",
             "views with negative steps are not declared",
             "views with permuted axes are not declared",
+            "broadcast views (a zero step repeats an element) are not declared",
             "rank 5 exceeds the declared maximum of 4",
             "8200 bytes exceed the declared maximum of 8192",
         ]
@@ -162,6 +168,10 @@ fn an_honest_provider_passes_every_rule_with_a_case_outside_each_limit() {
 #[case::dtype(Limit::DType, "dtype")]
 #[case::negative_steps(Limit::NegativeSteps, "views with negative steps are not declared")]
 #[case::permutations(Limit::Permutations, "views with permuted axes are not declared")]
+#[case::broadcasts(
+    Limit::Broadcasts,
+    "broadcast views (a zero step repeats an element) are not declared"
+)]
 #[case::rank(Limit::Rank, "rank 5 exceeds the declared maximum of 4")]
 #[case::bytes(Limit::Bytes, "bytes exceed the declared maximum of 8192")]
 fn forgetting_one_limit_fails_capability_honesty_and_only_it(

@@ -14,6 +14,7 @@ mod support;
 
 mod backing_cache;
 mod bounded_caches;
+mod broadcast_views;
 mod builtin_suites;
 mod capabilities;
 mod concurrent_reuse;

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
+use crate::support::fast_path::{CompactFastPath, LayoutCheck};
 use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::harness::strategy::MAX_RANK;
-use tenferro_transfer_conformance::harness::{Element, compact_strides};
 use tenferro_transfer_conformance::{ABOVE_1MI_ELEMENTS, BoxError, Verdict, special_values_case};
 
 fn sim_upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
@@ -119,47 +119,6 @@ fn special_values_come_in_both_signs_for_every_float_dtype() {
     assert!(special_values_case(DType::I32).unwrap().is_none());
 }
 
-/// An upload with a fast path for compact inputs: it copies the backing
-/// straight from the view's offset where the layout is compact, and
-/// gathers otherwise. `axes_checked`: how many leading axes its layout
-/// check looks at (six where the author only met ranks up to six).
-#[derive(Debug)]
-struct CompactFastPath {
-    device: SimDevice,
-    axes_checked: usize,
-}
-
-impl CompactFastPath {
-    fn values<T: Element>(&self, input: &TensorRead<'_>) -> tenferro_runtime::Result<Vec<T>> {
-        let Some(view) = T::typed_view(input.clone().tensor_view()) else {
-            return Ok(read_compact::<T>(input)?);
-        };
-        let (shape, strides) = (view.shape().to_vec(), view.strides().to_vec());
-        let compact = compact_strides(&shape);
-        let looked_at = shape.len().min(self.axes_checked);
-        let fast = (0..looked_at).all(|axis| shape[axis] <= 1 || strides[axis] == compact[axis]);
-        let count = shape.iter().product::<usize>();
-        match (fast, usize::try_from(view.offset())) {
-            (true, Ok(offset)) => {
-                let backing = view.host_storage()?;
-                Ok(backing.iter().skip(offset).take(count).copied().collect())
-            }
-            _ => Ok(read_compact::<T>(input)?),
-        }
-    }
-}
-
-impl TransferProvider for CompactFastPath {
-    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
-        const OP: &str = "CompactFastPath::transfer_blocking";
-        let input = request.input();
-        with_element!(input.dtype(), T => {
-            let values = self.values::<T>(input)?;
-            crate::support::blocks::copy_onto(&self.device, input.shape().to_vec(), values, true, OP)
-        }, external => Err(tenferro_tensor::Error::unsupported(OP, "preset dtypes only").into()))
-    }
-}
-
 /// Above the generator's rank 6, the size classes move a view too, compact
 /// on its first six axes with its only offset and gap on the seventh: a
 /// layout check that stops at six axes copies the wrong elements there,
@@ -167,21 +126,20 @@ impl TransferProvider for CompactFastPath {
 /// moved above rank 6).
 #[test]
 fn a_layout_check_that_stops_at_six_axes_fails_the_rank_seven_view() {
-    let fast_path = |axes_checked| {
-        move |route: &Route| -> Result<Arc<dyn TransferProvider>, BoxError> {
-            let device = route
-                .destination()
-                .downcast::<SimDevice>()
-                .ok_or("a simulated destination")?;
-            Ok(Arc::new(CompactFastPath {
-                device: device.clone(),
-                axes_checked,
-            }))
-        }
-    };
     let suite = ProviderSuite::new("fast-path", Level::V2)
-        .route("every_axis", Route::host_to_sim, fast_path(usize::MAX))
-        .route("six_axes", Route::host_to_sim, fast_path(MAX_RANK))
+        .route(
+            "every_axis",
+            Route::host_to_sim,
+            CompactFastPath::factory(LayoutCheck::RIGHT),
+        )
+        .route(
+            "six_axes",
+            Route::host_to_sim,
+            CompactFastPath::factory(LayoutCheck {
+                axes_checked: MAX_RANK,
+                ..LayoutCheck::RIGHT
+            }),
+        )
         .profile(Profile::Quick)
         .seed(1);
     let report = suite.run();

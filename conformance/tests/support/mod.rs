@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test file uses a part of it.
 
 pub mod blocks;
+pub mod fast_path;
 pub mod filling_cache;
 pub mod kernels;
 pub mod vendor_sim;

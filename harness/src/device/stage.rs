@@ -117,21 +117,25 @@ pub(crate) fn carve_tensor<T: Element>(
             reason: "staged tensor lost its dtype".to_owned(),
         })?;
     let view = carve(typed.as_view(), spec).map_err(|source| HarnessError::Stage { source })?;
-    use_input(TensorRead::from_view(T::erase_view(view)));
+    use_input(view);
     Ok(())
 }
 
-/// Slice and permute a compact view as `spec` says.
+/// Slice and permute a compact view as `spec` says, then broadcast its
+/// axes of step zero (sliced to one element) to their length.
 pub(crate) fn carve<'a, T: Element>(
     base: TypedTensorView<'a, T>,
     spec: &ViewSpec,
-) -> tenferro_tensor::Result<TypedTensorView<'a, T>> {
+) -> tenferro_tensor::Result<TensorRead<'a>> {
     let slices: Vec<StridedSliceSpec> = spec
         .axes
         .iter()
         .map(|axis| {
             let first = axis.first as isize;
-            if axis.len == 0 {
+            if axis.step == 0 {
+                // One element, broadcast below.
+                StridedSliceSpec::new(first, Some(first + 1), 1)
+            } else if axis.len == 0 {
                 StridedSliceSpec::new(first, Some(first), axis.step)
             } else if axis.step > 0 {
                 StridedSliceSpec::new(
@@ -149,9 +153,20 @@ pub(crate) fn carve<'a, T: Element>(
         })
         .collect();
     let sliced = base.slice_view(&slices)?;
-    if spec.permutation.is_empty() {
-        Ok(sliced)
+    let permuted = if spec.permutation.is_empty() {
+        sliced
     } else {
-        sliced.transpose_view(&spec.permutation)
+        sliced.transpose_view(&spec.permutation)?
+    };
+    let read = TensorRead::from_view(T::erase_view(permuted));
+    if spec.axes.iter().all(|axis| axis.step != 0) {
+        return Ok(read);
     }
+    // Every axis keeps its place; the sliced ones of one element take
+    // their length with stride zero. (`TensorRead::broadcast_in_dim_view`
+    // is the metadata-only broadcast tenferro's own public
+    // `TensorValue::broadcast_in_dim_view` builds on.)
+    let shape = spec.shape();
+    let dims: Vec<usize> = (0..shape.len()).collect();
+    read.broadcast_in_dim_view(&shape, &dims)
 }

@@ -51,9 +51,9 @@ fn shape(u: &mut Unstructured<'_>, max: usize) -> Result<Vec<usize>> {
 }
 
 /// An axis cut, weighted as the proptest strategy weights it: step 1 (3),
-/// 2, -1, 3, -2 (1 each); padding 0 to 2 before and after.
+/// 2, -1, 3, -2, 0 (a broadcast; 1 each); padding 0 to 2 before and after.
 fn axis_cut(u: &mut Unstructured<'_>) -> Result<AxisCut> {
-    const STEPS: [isize; 7] = [1, 1, 1, 2, -1, 3, -2];
+    const STEPS: [isize; 8] = [1, 1, 1, 2, -1, 3, -2, 0];
     Ok(AxisCut {
         step: *u.choose(&STEPS)?,
         before: u.int_in_range(0..=2)?,

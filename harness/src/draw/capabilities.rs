@@ -44,15 +44,20 @@ pub enum ViewKind {
     /// The elements do not fill the memory they span: a step above one, or
     /// an axis sliced shorter than its backing.
     Gaps,
+    /// At least one axis steps zero elements through memory, so the view
+    /// repeats an element along it: a broadcast, as tenferro's
+    /// `broadcast_in_dim_view` makes one.
+    Broadcast,
 }
 
 impl ViewKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViewKind; 4] = [
+    pub const ALL: [ViewKind; 5] = [
         ViewKind::Offset,
         ViewKind::NegativeStep,
         ViewKind::Permutation,
         ViewKind::Gaps,
+        ViewKind::Broadcast,
     ];
 
     /// The kind's name, as reports print it (`negative-step`).
@@ -62,6 +67,7 @@ impl ViewKind {
             ViewKind::NegativeStep => "negative-step",
             ViewKind::Permutation => "permutation",
             ViewKind::Gaps => "gaps",
+            ViewKind::Broadcast => "broadcast",
         }
     }
 
@@ -72,6 +78,7 @@ impl ViewKind {
             ViewKind::NegativeStep => "views with negative steps",
             ViewKind::Permutation => "views with permuted axes",
             ViewKind::Gaps => "views with gaps between elements",
+            ViewKind::Broadcast => "broadcast views (a zero step repeats an element)",
         }
     }
 
@@ -81,6 +88,7 @@ impl ViewKind {
             ViewKind::NegativeStep => 2,
             ViewKind::Permutation => 4,
             ViewKind::Gaps => 8,
+            ViewKind::Broadcast => 16,
         }
     }
 }
@@ -107,6 +115,8 @@ impl fmt::Display for ViewKind {
 /// let kinds = ViewKinds::of(&[3], &[-2], 5);
 /// assert!(kinds.contains(ViewKind::NegativeStep) && kinds.contains(ViewKind::Gaps));
 /// assert!(kinds.contains(ViewKind::Offset)); // its memory starts at element 1
+/// // Three elements read twice each, as broadcast_in_dim_view makes it.
+/// assert_eq!(ViewKinds::of(&[2, 3], &[0, 1], 0), ViewKinds::from([ViewKind::Broadcast]));
 /// ```
 #[derive(Clone, Copy, Default, Eq, Hash, PartialEq)]
 pub struct ViewKinds(u8);
@@ -115,7 +125,7 @@ impl ViewKinds {
     /// No kind: as capabilities, no strided views at all.
     pub const NONE: ViewKinds = ViewKinds(0);
     /// Every kind.
-    pub const ALL: ViewKinds = ViewKinds(0b1111);
+    pub const ALL: ViewKinds = ViewKinds(0b1_1111);
 
     /// Whether `kind` is in the set.
     pub fn contains(self, kind: ViewKind) -> bool {
@@ -147,14 +157,24 @@ impl ViewKinds {
         if shape.contains(&0) {
             return Self::NONE;
         }
-        // Axes of extent one move nowhere: their strides say nothing.
+        // Axes of extent one move nowhere: their strides say nothing. An
+        // axis of stride zero repeats: it makes a broadcast, and reaches no
+        // memory the other axes do not, so the other kinds ignore it.
+        let extended = |extent: &usize| *extent > 1;
+        let broadcast = shape
+            .iter()
+            .zip(strides)
+            .any(|(extent, stride)| extended(extent) && *stride == 0);
         let moving: Vec<(usize, isize)> = shape
             .iter()
             .zip(strides)
-            .filter(|(extent, _)| **extent > 1)
+            .filter(|(extent, stride)| extended(extent) && **stride != 0)
             .map(|(extent, stride)| (*extent, *stride))
             .collect();
         let mut kinds = Self::NONE;
+        if broadcast {
+            kinds = kinds.with(ViewKind::Broadcast);
+        }
         if moving.iter().any(|(_, stride)| *stride < 0) {
             kinds = kinds.with(ViewKind::NegativeStep);
         }

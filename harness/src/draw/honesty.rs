@@ -91,13 +91,14 @@ impl Capabilities {
     /// let narrow = Capabilities::all().dtypes([DType::F64]).views(ViewKinds::NONE).max_elements(8);
     /// // Six undeclared dtypes, one view, one oversized case.
     /// assert_eq!(narrow.outside_cases().unwrap().len(), 8);
-    /// // Views with offsets only: one view of each of the three other kinds.
+    /// // Views with offsets only: one view of each of the four other kinds.
     /// let offsets = Capabilities::all().views([ViewKind::Offset]).max_rank(3).max_bytes(1024);
     /// let whys: Vec<String> = offsets.outside_cases().unwrap().into_iter().map(|case| case.why).collect();
     /// assert_eq!(whys, [
     ///     "views with negative steps are not declared",
     ///     "views with permuted axes are not declared",
     ///     "views with gaps between elements are not declared",
+    ///     "broadcast views (a zero step repeats an element) are not declared",
     ///     "rank 4 exceeds the declared maximum of 3",
     ///     "1040 bytes exceed the declared maximum of 1024",
     /// ]);
@@ -280,6 +281,8 @@ fn view_of_kind(kind: ViewKind) -> Layout {
         ViewKind::NegativeStep => (vec![3], vec![axis(2, -1, 3)], vec![]),
         // A 2x3 tensor read transposed.
         ViewKind::Permutation => (vec![2, 3], vec![axis(0, 1, 2), axis(0, 1, 3)], vec![1, 0]),
+        // A column of three read twice: strides [1, 0].
+        ViewKind::Broadcast => (vec![3, 1], vec![axis(0, 1, 3), axis(0, 0, 2)], vec![]),
         // Elements 0, 2 and 4 of five; a kind added later gets the same
         // until it has a view of its own (the sole-limit filter drops it).
         _ => (vec![5], vec![axis(0, 2, 3)], vec![]),

@@ -91,6 +91,7 @@ impl Case {
             )));
         }
         Self::check_layout(&shape, &layout)?;
+        let values = repeat_broadcast(dtype, &layout, values);
         Ok(Self {
             dtype,
             shape,
@@ -119,6 +120,12 @@ impl Case {
             });
         }
         Self::check_layout(&shape, &layout)?;
+        if broadcasts(&layout) {
+            // A broadcast view's elements repeat: held, so they can.
+            let mut values = Vec::with_capacity(bytes);
+            generated.fill(0, bytes / element_width(dtype).unwrap_or(1), &mut values);
+            return Self::new(dtype, shape, layout, values);
+        }
         Ok(Self {
             dtype,
             shape,
@@ -316,6 +323,7 @@ impl Case {
             ReferenceView::Bytes(bytes) => {
                 let mut values = bytes.to_vec();
                 twin_values(self.dtype, &mut values, seed);
+                spread_changes(self.dtype, &self.layout, bytes, &mut values);
                 Self::new(self.dtype, self.shape.clone(), self.layout.clone(), values)
             }
             ReferenceView::Generated(generated) => Self::generated(
@@ -478,6 +486,64 @@ impl Filler for Complex<f32> {
 }
 impl Filler for Complex<f64> {
     const FILLER: Self = Complex::new(f64::FILLER, f64::FILLER);
+}
+
+/// Whether `layout` is a view that repeats elements (a zero step).
+fn broadcasts(layout: &Layout) -> bool {
+    matches!(layout, Layout::View(spec) if spec.axes.iter().any(|axis| axis.step == 0))
+}
+
+/// `values` where every element a broadcast view reads again from the same
+/// backing position holds the value of its first reading: what the view
+/// shows, since one backing element can hold one value. Other layouts'
+/// values are returned as they are.
+fn repeat_broadcast(dtype: DType, layout: &Layout, mut values: Vec<u8>) -> Vec<u8> {
+    let (Layout::View(spec), Some(width)) = (layout, element_width(dtype)) else {
+        return values;
+    };
+    if !broadcasts(layout) {
+        return values;
+    }
+    let mut first_reading = std::collections::HashMap::new();
+    for (index, position) in spec.positions().into_iter().enumerate() {
+        let first = *first_reading.entry(position).or_insert(index);
+        if first != index {
+            values.copy_within(first * width..(first + 1) * width, index * width);
+        }
+    }
+    values
+}
+
+/// A broadcast view's twin: each element the twin changed (in `twin`,
+/// against `case`) is changed in every reading of its backing element, so
+/// the twin differs from its case wherever it changed one reading; a
+/// change to the backing element of the first or the last element is
+/// undone, as a twin keeps those.
+fn spread_changes(dtype: DType, layout: &Layout, case: &[u8], twin: &mut [u8]) {
+    let (Layout::View(spec), Some(width)) = (layout, element_width(dtype)) else {
+        return;
+    };
+    if !broadcasts(layout) {
+        return;
+    }
+    let positions = spec.positions();
+    let (Some(first), Some(last)) = (positions.first(), positions.last()) else {
+        return;
+    };
+    let mut changed = std::collections::HashMap::new();
+    for (index, position) in positions.iter().enumerate() {
+        let element = index * width..(index + 1) * width;
+        if case[element.clone()] != twin[element] && position != first && position != last {
+            changed.entry(*position).or_insert(index);
+        }
+    }
+    for (index, position) in positions.iter().enumerate() {
+        let element = index * width..(index + 1) * width;
+        match changed.get(position) {
+            Some(&source) => twin.copy_within(source * width..(source + 1) * width, index * width),
+            None => twin[element.clone()].copy_from_slice(&case[element]),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,12 +4,16 @@
 use serde::{Deserialize, Serialize};
 
 /// One axis of a strided view: the backing coordinate of its first element,
-/// the step between elements (negative walks backwards) and its extent.
+/// the step between elements (negative walks backwards, zero repeats the
+/// element at `first`: a broadcast axis) and its extent.
 #[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize, Deserialize)]
 pub struct ViewAxis {
     /// Backing coordinate of the view's first element on this axis.
     pub first: usize,
-    /// Backing elements between neighbours; never zero.
+    /// Backing elements between neighbours. Zero repeats the element at
+    /// `first` along the axis, as tenferro's `broadcast_in_dim_view` does,
+    /// and then needs at least two elements (`len`): an axis of one element
+    /// or none has no step to speak of.
     pub step: isize,
     /// Extent of the view on this axis.
     pub len: usize,
@@ -18,8 +22,10 @@ pub struct ViewAxis {
 /// A strided view over a compact column-major backing tensor: each backing
 /// axis sliced by a [`ViewAxis`], then the sliced axes permuted.
 ///
-/// tenferro builds the view itself (`slice_view`, `transpose_view`), so every
-/// layout a `ViewSpec` describes is one tenferro accepts.
+/// tenferro builds the view itself (`slice_view`, `transpose_view`, and
+/// `broadcast_in_dim_view` for an axis of step zero: sliced to its one
+/// element, then broadcast), so every layout a `ViewSpec` describes is one
+/// tenferro accepts.
 #[derive(Clone, Debug, Eq, Hash, PartialEq, Serialize, Deserialize)]
 pub struct ViewSpec {
     /// Shape of the backing tensor.
@@ -122,8 +128,11 @@ impl ViewSpec {
             return Err("one view axis per backing axis".into());
         }
         for (axis, (spec, &extent)) in self.axes.iter().zip(&self.backing_shape).enumerate() {
-            if spec.step == 0 {
-                return Err(format!("axis {axis}: step must not be zero"));
+            if spec.step == 0 && spec.len < 2 {
+                return Err(format!(
+                    "axis {axis}: a zero step (a broadcast) needs at least two elements, not {}",
+                    spec.len
+                ));
             }
             if spec.len == 0 {
                 continue;

@@ -61,9 +61,21 @@ pub(super) fn non_empty(case: &Case, _: &Route) -> bool {
 }
 
 /// Cases with interior elements, which a twin changes (its first and last
-/// stay).
+/// stay): of a broadcast view, elements read from another backing element
+/// than the first's and the last's.
 pub(super) fn interior(case: &Case, _: &Route) -> bool {
-    case.len() >= 3
+    match case.layout() {
+        Layout::View(spec) if spec.axes.iter().any(|axis| axis.step == 0) => {
+            let positions = spec.positions();
+            let (Some(first), Some(last)) = (positions.first(), positions.last()) else {
+                return false;
+            };
+            positions
+                .iter()
+                .any(|position| position != first && position != last)
+        }
+        _ => case.len() >= 3,
+    }
 }
 
 /// Cases whose seeded values differ between threads: a bool of a few

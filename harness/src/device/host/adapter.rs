@@ -309,8 +309,7 @@ fn stage_host<T: crate::Element + Filler>(
             let strides = compact_strides(&spec.backing_shape);
             let base = TypedTensorView::from_slice(&spec.backing_shape, &strides, 0, &backing)
                 .map_err(stage)?;
-            let view = carve(base, spec).map_err(stage)?;
-            use_input(TensorRead::from_view(T::erase_view(view)));
+            use_input(carve(base, spec).map_err(stage)?);
             Ok(())
         }
     }

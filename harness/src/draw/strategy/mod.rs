@@ -93,8 +93,9 @@ pub fn shape(max_elements: usize) -> impl Strategy<Value = Vec<usize>> {
 }
 
 /// How one axis of a view is cut, independent of its length: a step
-/// (mostly one, sometimes larger or negative) and padding before and after,
-/// which makes offsets.
+/// (mostly one, sometimes larger, negative or zero: a broadcast, taken as
+/// one on an axis of fewer than two elements) and padding before and
+/// after, which makes offsets.
 #[derive(Clone, Debug)]
 pub(crate) struct AxisCut {
     pub(crate) step: isize,
@@ -104,7 +105,7 @@ pub(crate) struct AxisCut {
 
 fn axis_cut() -> impl Strategy<Value = AxisCut> {
     (
-        prop_oneof![3 => Just(1_isize), 1 => Just(2_isize), 1 => Just(-1_isize), 1 => Just(3_isize), 1 => Just(-2_isize)],
+        prop_oneof![3 => Just(1_isize), 1 => Just(2_isize), 1 => Just(-1_isize), 1 => Just(3_isize), 1 => Just(-2_isize), 1 => Just(0_isize)],
         0_usize..=2,
         0_usize..=2,
     )
@@ -118,21 +119,20 @@ fn view_of(sliced: &[usize], cuts: &[AxisCut], permuted: bool, keys: &[u8]) -> L
         .iter()
         .zip(cuts)
         .map(|(&len, cut)| {
-            let stride = cut.step.unsigned_abs();
+            // A broadcast axis repeats one element: it needs two to repeat.
+            let step = if cut.step == 0 && len < 2 {
+                1
+            } else {
+                cut.step
+            };
+            let stride = step.unsigned_abs();
             let span = if len == 0 { 1 } else { (len - 1) * stride + 1 };
-            let first = if cut.step > 0 || len == 0 {
+            let first = if step >= 0 || len == 0 {
                 cut.before
             } else {
                 cut.before + (len - 1) * stride
             };
-            (
-                ViewAxis {
-                    first,
-                    step: cut.step,
-                    len,
-                },
-                cut.before + span + cut.after,
-            )
+            (ViewAxis { first, step, len }, cut.before + span + cut.after)
         })
         .unzip();
     let mut permutation: Vec<usize> = (0..sliced.len()).collect();
@@ -303,7 +303,7 @@ impl RecipeParts {
     /// maximum, its size fitted to the dtype's byte limit, and a view only
     /// where views are declared and the footprint is at most
     /// [`MAX_VIEW_FOOTPRINT`], cut with only the declared kinds (an
-    /// undeclared kind is mapped away: steps made positive or one, padding
+    /// undeclared kind is mapped away: steps made non-zero, positive or one, padding
     /// dropped, the permutation undone). Every map is deterministic, so
     /// shrinking still converges; with [`Capabilities::all`] none applies.
     pub(crate) fn assemble(mut self, capabilities: &Capabilities) -> Recipe {
@@ -322,6 +322,9 @@ impl RecipeParts {
             && footprint(&self.sliced).is_some_and(|count| count <= MAX_VIEW_FOOTPRINT);
         let last = self.sliced.len().saturating_sub(1);
         for (axis, cut) in self.cuts.iter_mut().enumerate() {
+            if !kinds.contains(ViewKind::Broadcast) && cut.step == 0 {
+                cut.step = 1;
+            }
             if !kinds.contains(ViewKind::NegativeStep) {
                 cut.step = cut.step.abs();
             }
