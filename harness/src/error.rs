@@ -110,6 +110,18 @@ pub enum HarnessError {
         #[source]
         source: std::io::Error,
     },
+    /// A device adapter's method panicked where the harness called it to
+    /// set a case up (its `stage`): the adapter's fault, not the
+    /// provider's; the case is not run.
+    #[error("the adapter of endpoint {endpoint} panicked in {method}: {message}")]
+    AdapterPanicked {
+        /// The endpoint's name.
+        endpoint: String,
+        /// The adapter's method.
+        method: &'static str,
+        /// The panic's message.
+        message: String,
+    },
     /// The thread that runs cases died (a panic the harness did not catch).
     #[error("the case worker of route {route} died")]
     WorkerDied {
@@ -273,4 +285,24 @@ pub fn source_chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
         next = source.source();
     }
     chain
+}
+
+/// The text of a panic payload.
+///
+/// # Examples
+///
+/// ```
+/// use tenferro_transfer_harness::panic_message;
+///
+/// let payload = std::panic::catch_unwind(|| panic!("lost {}", 3)).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "lost 3");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
 }

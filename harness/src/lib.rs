@@ -38,7 +38,7 @@ pub use draw::strategy;
 pub use run::{hold, trace};
 
 // The errors, and the settings every layer reads.
-pub use error::{AdapterContext, HarnessError, describe_error, source_chain};
+pub use error::{AdapterContext, HarnessError, describe_error, panic_message, source_chain};
 pub use settings::{
     DEFAULT_PLAN_LIMIT, REQUIRE_DEVICES_ENV, REQUIRE_KIND_ENV, RequiredDevices, SettingDoc,
     Settings, SettingsError, require_kind_env,
@@ -82,9 +82,7 @@ pub use run::outcome::{
     ContractVariant, LeakCheck, LeakedAllocation, Outcome, RuntimeOutput, RuntimeVerdict,
 };
 pub use run::rig::{HOLD_RECENT, HOLD_SAME_SIZE, Rig};
-pub use run::spy::{
-    ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic, panic_message,
-};
+pub use run::spy::{ProviderResult, RequestRecord, ReturnedTensor, Spy, SpyRecord, StoragePanic};
 pub use run::trace::{Trace, TraceEvent};
 pub use run::watchdog::{DEFAULT_DEADLINE, RouteDeadline, Watchdog};
 

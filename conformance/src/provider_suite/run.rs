@@ -536,7 +536,7 @@ impl ProviderSuite {
 /// profile), the size classes every profile reaches, for a float dtype
 /// every special value in both signs, and a vector of runs of one value
 /// ([`Case::runs`], up to [`RUNS_ELEMENTS`] as far as the declared maximum
-/// goes), where a copy that compresses what it sends changes strategy.
+/// elements and bytes go), where a copy that compresses what it sends changes strategy.
 /// The run keeps those inside the
 /// capabilities; each is replayed alone from its recipe.
 fn fixed_recipes(capabilities: &Capabilities, profile: Profile) -> Vec<Recipe> {
@@ -564,7 +564,9 @@ fn fixed_recipes(capabilities: &Capabilities, profile: Profile) -> Vec<Recipe> {
                 ValueSource::SpecialValues,
             ));
         }
-        let runs = RUNS_ELEMENTS.min(capabilities.max_elements);
+        // Cut to the declared maximum of elements, and of bytes for this
+        // dtype (the whole case would fall outside them and be dropped).
+        let runs = RUNS_ELEMENTS.min(capabilities.max_elements_of(dtype));
         if runs > 0 {
             recipes.push(Recipe::fixed(
                 dtype,

@@ -313,3 +313,55 @@ fn an_adapter_whose_stall_panics_is_not_charged_to_the_provider() {
     let report = suite.run();
     no_rule_fails(&suite, &report, "waits", Level::V2.rules());
 }
+
+/// An adapter whose `stage` panics (here on every view) is the adapter's
+/// fault: those cases are reported as not set up, naming the adapter and
+/// its panic, the provider is charged with nothing, and every other case
+/// still runs (the panic used to kill the route's case worker).
+#[test]
+fn an_adapter_whose_stage_panics_fails_setup_and_names_the_adapter() {
+    let source = || -> Result<Route, HarnessError> {
+        let device = SimDevice::new(0).adapter_context("opening sim0")?;
+        let source = VendorSim::new(device.clone(), vec![device], false).panicking_stage_on_views();
+        Route::new(Endpoint::new(source), Endpoint::host("host")?)
+    };
+    let download = on_vendor_sim(true, |source| {
+        Arc::new(Download {
+            source: source.device.clone(),
+            waits_for_input: true,
+        })
+    });
+    let suite = ProviderSuite::new("panicking-stage", Level::V2)
+        .route("download", source, download)
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    let rows = report.rows();
+    let (views, others): (Vec<_>, Vec<_>) =
+        rows.iter().partition(|row| row.layout.starts_with("view("));
+    assert!(!views.is_empty(), "{}", report.to_table());
+    for row in &views {
+        assert_eq!(row.verdict, Verdict::Fail, "{row:?}");
+        assert!(
+            row.violations.iter().all(|violation| violation.rule == "setup"
+                && violation.message.contains(
+                    "the adapter of endpoint sim0 panicked in stage: VendorSim::stage cannot stage views"
+                )),
+            "{row:?}"
+        );
+    }
+    // The owned fixed cases ran, and the provider broke no rule on them.
+    let owned_passed = others
+        .iter()
+        .filter(|row| row.layout == "owned" && row.verdict == Verdict::Pass)
+        .count();
+    assert!(owned_passed > 0, "{}", report.to_table());
+    assert!(
+        rows.iter().all(|row| row
+            .violations
+            .iter()
+            .all(|violation| violation.rule == "setup")),
+        "{}",
+        report.to_table()
+    );
+}

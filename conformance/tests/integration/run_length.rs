@@ -16,7 +16,10 @@ use std::sync::Arc;
 
 use tenferro_tensor::Error;
 use tenferro_transfer_conformance::adapter::*;
-use tenferro_transfer_conformance::harness::{Element, RUNS_ELEMENTS};
+use tenferro_transfer_conformance::harness::strategy::Capabilities;
+use tenferro_transfer_conformance::harness::{
+    Element, PRESET_DTYPES, RUNS_ELEMENTS, element_width,
+};
 use tenferro_transfer_conformance::{BoxError, Verdict};
 
 use crate::support::blocks::copy_onto;
@@ -140,4 +143,37 @@ fn run_length_encoders_that_merge_zeros_or_wrap_their_counts_fail_values() {
         suite.check(&report, "u16_counts", Rule::NoError),
         RuleVerdict::Fail(_)
     ));
+}
+
+/// A declared byte limit below the runs case's size cuts the case to fit,
+/// for each dtype by its width: the case is moved, not dropped as a case
+/// outside the declaration, and still fails the encoder that merges zeros.
+#[test]
+fn a_byte_limit_cuts_the_runs_case_to_fit() {
+    const MAX_BYTES: usize = 1 << 16;
+    let suite = ProviderSuite::new("run-length", Level::V2)
+        .route(
+            "as_numbers",
+            Route::host_to_sim,
+            upload(Encoder::EqualAsNumbers),
+        )
+        .capabilities(Capabilities::all().max_bytes(MAX_BYTES))
+        .profile(Profile::Quick)
+        .seed(1);
+    let report = suite.run();
+    for dtype in PRESET_DTYPES {
+        let cut = MAX_BYTES / element_width(dtype).unwrap();
+        assert!(
+            report
+                .rows()
+                .iter()
+                .any(|row| row.dtype == format!("{dtype:?}") && row.shape == [cut]),
+            "no runs case of {cut} {dtype:?} elements:\n{}",
+            report.to_table()
+        );
+    }
+    let RuleVerdict::Fail(text) = suite.check(&report, "as_numbers", Rule::Values) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(text.contains("expected -0.0"), "{text}");
 }

@@ -21,6 +21,7 @@ pub struct VendorSim {
     stalls: bool,
     stall_panics: bool,
     corrupts_stage: bool,
+    stage_panics_on_views: bool,
 }
 
 impl VendorSim {
@@ -34,6 +35,7 @@ impl VendorSim {
             stalls: false,
             stall_panics: false,
             corrupts_stage: false,
+            stage_panics_on_views: false,
         }
     }
 
@@ -52,6 +54,15 @@ impl VendorSim {
     pub fn corrupting_stage(self) -> Self {
         Self {
             corrupts_stage: true,
+            ..self
+        }
+    }
+
+    /// The same, whose `stage` panics on a view case (an adapter's bug):
+    /// the suite reports those cases as not set up, naming the adapter.
+    pub fn panicking_stage_on_views(self) -> Self {
+        Self {
+            stage_panics_on_views: true,
             ..self
         }
     }
@@ -104,6 +115,10 @@ impl DeviceEndpoint for VendorSim {
         case: &Case,
         use_input: &mut dyn FnMut(TensorRead<'_>),
     ) -> Result<(), HarnessError> {
+        assert!(
+            !(self.stage_panics_on_views && matches!(case.layout(), Layout::View(_))),
+            "VendorSim::stage cannot stage views"
+        );
         if self.corrupts_stage && matches!(case.layout(), Layout::Owned) && !case.is_empty() {
             let mut values = case.values().to_vec();
             values[0] ^= 1;

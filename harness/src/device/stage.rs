@@ -2,7 +2,10 @@
 //! adapter, as an owned tensor or as a strided view that tenferro itself
 //! builds.
 
-use crate::{Element, with_element};
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+use crate::{Element, panic_message, with_element};
 use tenferro_tensor::{StridedSliceSpec, Tensor, TensorRead, TypedTensorView};
 
 use crate::values::case::Filler;
@@ -13,8 +16,9 @@ use crate::{Case, Endpoint, HarnessError, Layout, ViewSpec};
 ///
 /// # Errors
 ///
-/// The adapter's staging error, or [`HarnessError::NothingStaged`] when
-/// the adapter never handed an input over.
+/// The adapter's staging error, [`HarnessError::NothingStaged`] when
+/// the adapter never handed an input over, or
+/// [`HarnessError::AdapterPanicked`] when its `stage` panicked outside `f`.
 pub(crate) fn with_input<R>(
     source: &Endpoint,
     case: &Case,
@@ -22,11 +26,29 @@ pub(crate) fn with_input<R>(
 ) -> Result<R, HarnessError> {
     let mut f = Some(f);
     let mut result = None;
-    source.adapter().stage(case, &mut |input| {
-        if let Some(f) = f.take() {
-            result = Some(f(input));
+    // A panic while `f` runs is the run's own (it catches the provider's
+    // and the runtime's); one outside it is the adapter's `stage`.
+    let running = Cell::new(false);
+    let staged = catch_unwind(AssertUnwindSafe(|| {
+        source.adapter().stage(case, &mut |input| {
+            if let Some(f) = f.take() {
+                running.set(true);
+                result = Some(f(input));
+                running.set(false);
+            }
+        })
+    }));
+    match staged {
+        Ok(staged) => staged?,
+        Err(payload) if running.get() => resume_unwind(payload),
+        Err(payload) => {
+            return Err(HarnessError::AdapterPanicked {
+                endpoint: source.name().to_owned(),
+                method: "stage",
+                message: panic_message(payload.as_ref()),
+            });
         }
-    })?;
+    }
     result.ok_or_else(|| HarnessError::NothingStaged {
         endpoint: source.name().to_owned(),
     })

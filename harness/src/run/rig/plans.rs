@@ -16,8 +16,8 @@ use tenferro_runtime::{CompiledGraph, EngineTarget, ExecutionEngine, Prepared, R
 use tenferro_tensor::{DType, Tensor, TensorRead};
 
 use super::program::{Extents, identity_program};
+use crate::panic_message;
 use crate::run::effects::read_output;
-use crate::run::spy::panic_message;
 use crate::settings::DEFAULT_PLAN_LIMIT;
 use crate::values::compared::ReferenceView;
 use crate::{

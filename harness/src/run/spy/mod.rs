@@ -1,7 +1,6 @@
 //! `Spy`: wraps the provider under test, records what it was asked and
 //! reads back what it returned before the runtime sees it.
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -20,7 +19,7 @@ use crate::Compared;
 use crate::run::accounting::Sample;
 use crate::run::effects::reread_backing;
 use crate::values::compared::Reference;
-use crate::{DEFERRED_READ_STALL, Endpoint, QUEUE_STALL, source_chain};
+use crate::{DEFERRED_READ_STALL, Endpoint, QUEUE_STALL, panic_message, source_chain};
 
 mod in_flight;
 mod returned;
@@ -432,17 +431,6 @@ impl Spy {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         (in_flight.as_deref().cloned(), records)
-    }
-}
-
-/// The text of a panic payload.
-pub fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
     }
 }
 

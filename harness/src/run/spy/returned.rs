@@ -8,7 +8,8 @@ use tenferro_tensor::{
     AllocationDomainId, DType, HostAccessError, Placement, StorageBuffer, Tensor, TensorRead,
 };
 
-use super::{Spy, panic_message};
+use super::Spy;
+use crate::panic_message;
 use crate::values::compared::{ReferenceView, compare_with};
 use crate::{Compared, CompletionState, Element, Endpoint, ReadBack, with_element};
 
