@@ -365,3 +365,41 @@ fn an_adapter_whose_stage_panics_fails_setup_and_names_the_adapter() {
         report.to_table()
     );
 }
+
+/// An adapter whose `read_back` panics cannot show the suite its inputs:
+/// `input-intact` is skipped, naming the adapter's panic, and no rule is
+/// charged to the provider (the panic unwound through the run and broke
+/// `no-panic`).
+#[test]
+fn an_adapter_whose_read_back_panics_leaves_input_intact_unchecked() {
+    let source = || -> Result<Route, HarnessError> {
+        let device = SimDevice::new(0).adapter_context("opening sim0")?;
+        let source = VendorSim::new(device.clone(), vec![device], false).panicking_read_back();
+        Route::new(Endpoint::new(source), Endpoint::host("host")?)
+    };
+    let download = on_vendor_sim(true, |source| {
+        Arc::new(Download {
+            source: source.device.clone(),
+            waits_for_input: true,
+        })
+    });
+    let suite = ProviderSuite::new("panicking-read-back", Level::V2)
+        .route("download", source, download)
+        .profile(Profile::Quick)
+        .seed(3);
+    let report = suite.run();
+    let others: Vec<Rule> = Level::V2
+        .rules()
+        .iter()
+        .copied()
+        .filter(|rule| *rule != Rule::InputIntact)
+        .collect();
+    no_rule_fails(&suite, &report, "download", &others);
+    let RuleVerdict::Skip(why) = suite.check(&report, "download", Rule::InputIntact) else {
+        panic!("{}", report.to_table());
+    };
+    assert!(
+        why.contains("the adapter of endpoint sim0 panicked in read_back"),
+        "{why}"
+    );
+}

@@ -22,6 +22,7 @@ pub struct VendorSim {
     stall_panics: bool,
     corrupts_stage: bool,
     stage_panics_on_views: bool,
+    read_back_panics: bool,
 }
 
 impl VendorSim {
@@ -36,6 +37,7 @@ impl VendorSim {
             stall_panics: false,
             corrupts_stage: false,
             stage_panics_on_views: false,
+            read_back_panics: false,
         }
     }
 
@@ -63,6 +65,15 @@ impl VendorSim {
     pub fn panicking_stage_on_views(self) -> Self {
         Self {
             stage_panics_on_views: true,
+            ..self
+        }
+    }
+
+    /// The same, whose `read_back` and `read_back_view` panic (an
+    /// adapter's bug): the suite cannot read inputs through it, and says so.
+    pub fn panicking_read_back(self) -> Self {
+        Self {
+            read_back_panics: true,
             ..self
         }
     }
@@ -150,6 +161,7 @@ impl DeviceEndpoint for VendorSim {
     /// Drains, then lets the suite map the memory as it does the simulated
     /// device's.
     fn read_back(&self, _tensor: &Tensor) -> Option<ReadBack> {
+        assert!(!self.read_back_panics, "VendorSim::read_back panics");
         for device in &self.drains {
             device.release_all();
         }
@@ -157,6 +169,7 @@ impl DeviceEndpoint for VendorSim {
     }
 
     fn read_back_view(&self, _view: &TensorView<'_>) -> Option<ReadBack> {
+        assert!(!self.read_back_panics, "VendorSim::read_back_view panics");
         for device in &self.drains {
             device.release_all();
         }

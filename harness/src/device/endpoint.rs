@@ -222,7 +222,10 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// there, with the reason). A provider's output in the wrong place
     /// (another device's memory) reaches this adapter too: answer
     /// `ReadBack::NotReadable` with the reason where your device cannot
-    /// read it (`placement` and `residency` judge where it is).
+    /// read it (`placement` and `residency` judge where it is). A panic
+    /// here while an input is read is taken as the adapter's: that input's
+    /// checks are skipped on the case, naming the panic (a panic reading
+    /// the provider's output counts against its storage, as a failed read).
     fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
         let _ = tensor;
         None

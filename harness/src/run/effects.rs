@@ -3,6 +3,7 @@
 //! caller still holds (`output-stable`). The rig reads both through the
 //! devices; the oracle compares.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use crate::values::compared::{Reference, ReferenceView, compare_with};
 use crate::{Case, Compared, Element, Layout, with_element};
 use tenferro_tensor::{HostAccessError, StorageBuffer, Tensor, TensorRead};
 
-use crate::{Endpoint, ReadBack};
+use crate::{Endpoint, ReadBack, panic_message};
 
 /// The input's whole backing storage, read at the three moments
 /// `input-intact` compares. The reads after the call are compared with
@@ -196,12 +197,29 @@ pub(crate) fn reread_backing(
 
 /// `input`'s whole backing storage as `source`'s adapter reads it through
 /// the device (`read_back` for a tensor, `read_back_view` for a view);
-/// `None` where it leaves the reading to the harness.
+/// `None` where it leaves the reading to the harness. A read that panics
+/// is the adapter's fault, not the provider's: the backing is not readable
+/// on this case (its checks are skipped, naming the panic).
 fn read_through(source: &Endpoint, input: &TensorRead<'_>) -> Option<ReadBack> {
-    match input {
-        TensorRead::Tensor(tensor) => source.adapter().read_back(tensor),
-        TensorRead::View(view) => source.adapter().read_back_view(view),
-    }
+    let (method, read) = match input {
+        TensorRead::Tensor(tensor) => (
+            "read_back",
+            catch_unwind(AssertUnwindSafe(|| source.adapter().read_back(tensor))),
+        ),
+        TensorRead::View(view) => (
+            "read_back_view",
+            catch_unwind(AssertUnwindSafe(|| source.adapter().read_back_view(view))),
+        ),
+    };
+    read.unwrap_or_else(|payload| {
+        Some(ReadBack::NotReadable {
+            reason: format!(
+                "the adapter of endpoint {} panicked in {method} reading the input: {}",
+                source.name(),
+                panic_message(payload.as_ref())
+            ),
+        })
+    })
 }
 
 /// `visit` called with the whole backing of `input` as `T`s, or why it
