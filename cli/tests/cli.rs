@@ -200,9 +200,9 @@ fn every_format_of_the_suite_run_prints_the_report_and_keeps_the_exit_code() {
         .descendants()
         .filter(|node| node.has_tag_name("testcase"))
         .count();
-    // Eleven fixed shapes for each of seven dtypes, each dtype's twins and
+    // Twelve fixed shapes for each of seven dtypes, each dtype's twins and
     // inputs moved together, and the held pass's two.
-    assert_eq!(cases, 7 * 11 + 7 + 2, "{junit}");
+    assert_eq!(cases, 7 * 12 + 7 + 2, "{junit}");
     assert!(!junit.contains("<failure"));
 }
 

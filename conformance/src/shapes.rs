@@ -26,9 +26,9 @@ pub const LARGE_ELEMENTS: usize = 1 << 20;
 /// The fixed set: rank 0, a zero-length dimension, a single element, odd
 /// sizes, rank 4, two strided views with offsets (one with a negative
 /// stride, one permuted), a compact view at offset 0 of a longer backing
-/// (what a provider may copy as if it owned the whole storage), a
-/// broadcast view (a zero stride, as tenferro's `broadcast_in_dim_view`
-/// makes), and about a million elements.
+/// (what a provider may copy as if it owned the whole storage), a whole
+/// backing read transposed, a broadcast view (a zero stride, as tenferro's
+/// `broadcast_in_dim_view` makes), and about a million elements.
 ///
 /// # Examples
 ///
@@ -87,6 +87,11 @@ pub fn fixed_shapes(include_large: bool) -> Vec<FixedShape> {
             layout: compact_view(),
         },
         FixedShape {
+            name: "transposed-view",
+            shape: vec![4, 3],
+            layout: transposed_view(),
+        },
+        FixedShape {
             name: "broadcast-view",
             shape: vec![3, 2],
             layout: broadcast_view(),
@@ -143,25 +148,48 @@ fn permuted_view() -> Layout {
     })
 }
 
-/// Row 1 of a 3x4 backing, columns 1 and 2, each element read three times:
-/// strides [0, 3], offset 4. Read as if the zero stride were compact
-/// ([1, 3]), it yields other elements of the same backing.
+/// Row 0 of a 3x4 backing, columns 0 and 1, each element read three times:
+/// strides [0, 3], offset 0. Read as if the zero stride were compact
+/// ([1, 3]), or as if an axis of stride zero did not move, it yields other
+/// elements of the same backing, which is long enough for the copy.
 fn broadcast_view() -> Layout {
     Layout::View(ViewSpec {
         backing_shape: vec![3, 4],
         axes: vec![
             ViewAxis {
-                first: 1,
+                first: 0,
                 step: 0,
                 len: 3,
             },
             ViewAxis {
-                first: 1,
+                first: 0,
                 step: 1,
                 len: 2,
             },
         ],
         permutation: vec![],
+    })
+}
+
+/// The whole of a 3x4 backing read transposed (`x.t()`): strides [3, 1],
+/// offset 0, no gap. Its strides sorted are compact ones: a layout check
+/// that sorts them copies it as it lies, in the wrong order.
+fn transposed_view() -> Layout {
+    Layout::View(ViewSpec {
+        backing_shape: vec![3, 4],
+        axes: vec![
+            ViewAxis {
+                first: 0,
+                step: 1,
+                len: 3,
+            },
+            ViewAxis {
+                first: 0,
+                step: 1,
+                len: 4,
+            },
+        ],
+        permutation: vec![1, 0],
     })
 }
 
@@ -207,7 +235,9 @@ pub const ABOVE_1MI_ELEMENTS: usize = 1031 * 1019;
 ///   generator's, and the declared maximum rank up to
 ///   [`MAX_EXCEEDED_RANK`] (16), where declared that high; and
 ///   `rank-7-view`, a view of rank 7 compact on its first six axes, its
-///   only offset and gap on the seventh.
+///   only offset and gap on the seventh, and `rank-7-gapped-view`, seven
+///   axes of two elements each two apart: no two of its axes merge, so a
+///   copy that keeps six axes after merging what it can loses one.
 ///
 /// # Examples
 ///
@@ -271,6 +301,11 @@ pub fn size_classes(capabilities: &Capabilities) -> Vec<FixedShape> {
             shape: high_rank_shape(MAX_RANK + 1),
             layout: rank_seven_view(),
         });
+        shapes.push(FixedShape {
+            name: "rank-7-gapped-view",
+            shape: vec![2; MAX_RANK + 1],
+            layout: rank_seven_gapped_view(),
+        });
     }
     if highest > MAX_RANK + 1 {
         shapes.push(FixedShape {
@@ -332,6 +367,23 @@ fn rank_seven_view() -> Layout {
             axis(0, 1, 1),
             axis(0, 1, 1),
             axis(1, 2, 2),
+        ],
+        permutation: vec![],
+    })
+}
+
+/// Every other element of a 3x3x3x3x3x3x3 backing: seven axes of extent
+/// two and step two, none of which merges with another.
+fn rank_seven_gapped_view() -> Layout {
+    Layout::View(ViewSpec {
+        backing_shape: vec![3; MAX_RANK + 1],
+        axes: vec![
+            ViewAxis {
+                first: 0,
+                step: 2,
+                len: 2,
+            };
+            MAX_RANK + 1
         ],
         permutation: vec![],
     })

@@ -168,3 +168,52 @@ fn a_layout_check_that_stops_at_six_axes_fails_the_rank_seven_view() {
         report.to_table()
     );
 }
+
+/// A layout check that sorts the strides before it compares them with
+/// compact ones takes a transpose for compact and copies it as it lies:
+/// the fixed `transposed-view` (a whole 3x4 backing read transposed) fails
+/// `values`, and nothing else does (blind probe 14's M17; the generator's
+/// permuted views almost always have gaps or an offset).
+#[test]
+fn a_layout_check_that_sorts_strides_fails_the_transposed_view() {
+    let suite = ProviderSuite::new("fast-path", Level::V2)
+        .route(
+            "in_order",
+            Route::host_to_sim,
+            CompactFastPath::factory(LayoutCheck::RIGHT),
+        )
+        .route(
+            "sorted",
+            Route::host_to_sim,
+            CompactFastPath::factory(LayoutCheck {
+                sorts_strides: true,
+                ..LayoutCheck::RIGHT
+            }),
+        )
+        .profile(Profile::Quick)
+        .seed(1);
+    let report = suite.run();
+    crate::support::verdicts::no_rule_fails(&suite, &report, "in_order", Level::V2.rules());
+    let transposed = "view(backing=[3, 4], first=[0, 0], step=[1, 1], perm=[1, 0])";
+    let failing: Vec<_> = report
+        .rows()
+        .iter()
+        .filter(|row| row.route.starts_with("sorted (") && row.verdict == Verdict::Fail)
+        .collect();
+    assert!(
+        failing.iter().any(|row| row.layout == transposed),
+        "{}",
+        report.to_table()
+    );
+    for row in &failing {
+        assert!(
+            row.layout == transposed
+                || row
+                    .violations
+                    .iter()
+                    .all(|violation| violation.message.contains("perm=[")
+                        || violation.message.contains("\"permutation\":[1")),
+            "{row:#?}"
+        );
+    }
+}

@@ -19,6 +19,9 @@ pub struct LayoutCheck {
     /// rightly takes an axis of extent one (where the author never met a
     /// broadcast view).
     pub zero_stride_is_still: bool,
+    /// Whether it sorts the strides before it compares them with compact
+    /// ones (so a transpose looks compact).
+    pub sorts_strides: bool,
 }
 
 impl LayoutCheck {
@@ -26,6 +29,7 @@ impl LayoutCheck {
     pub const RIGHT: LayoutCheck = LayoutCheck {
         axes_checked: usize::MAX,
         zero_stride_is_still: false,
+        sorts_strides: false,
     };
 }
 
@@ -58,7 +62,13 @@ impl CompactFastPath {
         let Some(view) = T::typed_view(input.clone().tensor_view()) else {
             return Ok(read_compact::<T>(input)?);
         };
-        let (shape, strides) = (view.shape().to_vec(), view.strides().to_vec());
+        let (mut shape, mut strides) = (view.shape().to_vec(), view.strides().to_vec());
+        if self.check.sorts_strides {
+            let mut axes: Vec<(isize, usize)> =
+                strides.iter().copied().zip(shape.iter().copied()).collect();
+            axes.sort_unstable();
+            (strides, shape) = axes.into_iter().unzip();
+        }
         let compact = compact_strides(&shape);
         let looked_at = shape.len().min(self.check.axes_checked);
         let still = |axis: usize| {
