@@ -314,15 +314,13 @@ fn an_adapter_whose_stall_panics_is_not_charged_to_the_provider() {
     no_rule_fails(&suite, &report, "waits", Level::V2.rules());
 }
 
-/// An adapter whose `stage` panics (here on every view) is the adapter's
-/// fault: those cases are reported as not set up, naming the adapter and
-/// its panic, the provider is charged with nothing, and every other case
-/// still runs (the panic used to kill the route's case worker).
-#[test]
-fn an_adapter_whose_stage_panics_fails_setup_and_names_the_adapter() {
-    let source = || -> Result<Route, HarnessError> {
+/// A suite whose one route, `download`, moves the cases of a `sim0`
+/// behind an adapter with `fault` to the host, with a download that waits
+/// for its input: whatever fails is the adapter's doing.
+fn faulty_adapter_suite(name: &str, fault: fn(VendorSim) -> VendorSim) -> ProviderSuite {
+    let source = move || -> Result<Route, HarnessError> {
         let device = SimDevice::new(0).adapter_context("opening sim0")?;
-        let source = VendorSim::new(device.clone(), vec![device], false).panicking_stage_on_views();
+        let source = fault(VendorSim::new(device.clone(), vec![device], false));
         Route::new(Endpoint::new(source), Endpoint::host("host")?)
     };
     let download = on_vendor_sim(true, |source| {
@@ -331,10 +329,19 @@ fn an_adapter_whose_stage_panics_fails_setup_and_names_the_adapter() {
             waits_for_input: true,
         })
     });
-    let suite = ProviderSuite::new("panicking-stage", Level::V2)
+    ProviderSuite::new(name, Level::V2)
         .route("download", source, download)
         .profile(Profile::Quick)
-        .seed(3);
+        .seed(3)
+}
+
+/// An adapter whose `stage` panics (here on every view) is the adapter's
+/// fault: those cases are reported as not set up, naming the adapter and
+/// its panic, the provider is charged with nothing, and every other case
+/// still runs (the panic used to kill the route's case worker).
+#[test]
+fn an_adapter_whose_stage_panics_fails_setup_and_names_the_adapter() {
+    let suite = faulty_adapter_suite("panicking-stage", VendorSim::panicking_stage_on_views);
     let report = suite.run();
     let rows = report.rows();
     let (views, others): (Vec<_>, Vec<_>) =
@@ -372,21 +379,7 @@ fn an_adapter_whose_stage_panics_fails_setup_and_names_the_adapter() {
 /// `no-panic`).
 #[test]
 fn an_adapter_whose_read_back_panics_leaves_input_intact_unchecked() {
-    let source = || -> Result<Route, HarnessError> {
-        let device = SimDevice::new(0).adapter_context("opening sim0")?;
-        let source = VendorSim::new(device.clone(), vec![device], false).panicking_read_back();
-        Route::new(Endpoint::new(source), Endpoint::host("host")?)
-    };
-    let download = on_vendor_sim(true, |source| {
-        Arc::new(Download {
-            source: source.device.clone(),
-            waits_for_input: true,
-        })
-    });
-    let suite = ProviderSuite::new("panicking-read-back", Level::V2)
-        .route("download", source, download)
-        .profile(Profile::Quick)
-        .seed(3);
+    let suite = faulty_adapter_suite("panicking-read-back", VendorSim::panicking_read_back);
     let report = suite.run();
     let others: Vec<Rule> = Level::V2
         .rules()

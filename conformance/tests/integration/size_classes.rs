@@ -7,9 +7,12 @@
 use std::sync::Arc;
 
 use crate::support::fast_path::{CompactFastPath, LayoutCheck};
+use crate::support::verdicts::{failing_rows, no_rule_fails};
 use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::harness::strategy::MAX_RANK;
-use tenferro_transfer_conformance::{ABOVE_1MI_ELEMENTS, BoxError, Verdict, special_values_case};
+use tenferro_transfer_conformance::{
+    ABOVE_1MI_ELEMENTS, BoxError, CaseResult, Verdict, special_values_case,
+};
 
 fn sim_upload(route: &Route) -> Result<Arc<dyn TransferProvider>, BoxError> {
     let Some(device) = route.destination().downcast::<SimDevice>() else {
@@ -126,35 +129,19 @@ fn special_values_come_in_both_signs_for_every_float_dtype() {
 /// moved above rank 6).
 #[test]
 fn a_layout_check_that_stops_at_six_axes_fails_the_rank_seven_view() {
-    let suite = ProviderSuite::new("fast-path", Level::V2)
-        .route(
-            "every_axis",
-            Route::host_to_sim,
-            CompactFastPath::factory(LayoutCheck::RIGHT),
-        )
-        .route(
-            "six_axes",
-            Route::host_to_sim,
-            CompactFastPath::factory(LayoutCheck {
-                axes_checked: MAX_RANK,
-                ..LayoutCheck::RIGHT
-            }),
-        )
-        .profile(Profile::Quick)
-        .seed(1);
+    let check = LayoutCheck {
+        axes_checked: MAX_RANK,
+        ..LayoutCheck::RIGHT
+    };
+    let suite = CompactFastPath::suite("six_axes", check);
     let report = suite.run();
-    crate::support::verdicts::no_rule_fails(&suite, &report, "every_axis", Level::V2.rules());
-    let failing: Vec<_> = report
-        .rows()
-        .iter()
-        .filter(|row| row.route.starts_with("six_axes (") && row.verdict == Verdict::Fail)
-        .collect();
+    no_rule_fails(&suite, &report, "right", Level::V2.rules());
+    let failing = failing_rows(&report, "six_axes");
     // The rank-7 view's rows, and the state rows that move it again (at
     // another offset, right after it); nothing else.
-    let rank_seven_view = |row: &&tenferro_transfer_conformance::CaseResult| {
-        row.shape.len() > MAX_RANK && row.layout.starts_with("view(")
-    };
-    let names_it = |row: &&tenferro_transfer_conformance::CaseResult| {
+    let rank_seven_view =
+        |row: &&CaseResult| row.shape.len() > MAX_RANK && row.layout.starts_with("view(");
+    let names_it = |row: &&CaseResult| {
         row.violations
             .iter()
             .all(|violation| violation.message.contains("[2, 3, 1, 2, 1, 1, 2] view("))
@@ -169,37 +156,56 @@ fn a_layout_check_that_stops_at_six_axes_fails_the_rank_seven_view() {
     );
 }
 
+/// A gather whose plan keeps six axes of more than one element (after
+/// dropping those of one) loses the seventh of `rank-7-gapped-view`,
+/// seven axes of two elements each two apart, none of which merges: it
+/// fails `values` there and on the state rows that move it again, and
+/// nowhere else (blind probe 14's M27; the rank-7 view compact on six axes
+/// has only four axes of more than one element).
+#[test]
+fn a_gather_that_keeps_six_axes_fails_the_rank_seven_gapped_view() {
+    let check = LayoutCheck {
+        plan_axes: MAX_RANK,
+        ..LayoutCheck::RIGHT
+    };
+    let suite = CompactFastPath::suite("six_slots", check);
+    let report = suite.run();
+    no_rule_fails(&suite, &report, "right", Level::V2.rules());
+    let failing = failing_rows(&report, "six_slots");
+    let gapped = |text: &str| text.contains("step=[2, 2, 2, 2, 2, 2, 2]");
+    assert!(
+        failing.iter().any(|row| gapped(&row.layout)),
+        "{}",
+        report.to_table()
+    );
+    for row in &failing {
+        assert!(
+            row.violations
+                .iter()
+                .all(|violation| violation.rule == Rule::Values.id()
+                    && (gapped(&row.layout) || gapped(&violation.message))),
+            "{row:#?}"
+        );
+    }
+}
+
 /// A layout check that sorts the strides before it compares them with
 /// compact ones takes a transpose for compact and copies it as it lies:
 /// the fixed `transposed-view` (a whole 3x4 backing read transposed) fails
-/// `values`, and nothing else does (blind probe 14's M17; the generator's
-/// permuted views almost always have gaps or an offset).
+/// `values`; every other row that fails moves a permuted view (blind probe
+/// 14's M17; the generator's permuted views almost always have gaps or an
+/// offset, and then look strided sorted or not).
 #[test]
 fn a_layout_check_that_sorts_strides_fails_the_transposed_view() {
-    let suite = ProviderSuite::new("fast-path", Level::V2)
-        .route(
-            "in_order",
-            Route::host_to_sim,
-            CompactFastPath::factory(LayoutCheck::RIGHT),
-        )
-        .route(
-            "sorted",
-            Route::host_to_sim,
-            CompactFastPath::factory(LayoutCheck {
-                sorts_strides: true,
-                ..LayoutCheck::RIGHT
-            }),
-        )
-        .profile(Profile::Quick)
-        .seed(1);
+    let check = LayoutCheck {
+        sorts_strides: true,
+        ..LayoutCheck::RIGHT
+    };
+    let suite = CompactFastPath::suite("sorted", check);
     let report = suite.run();
-    crate::support::verdicts::no_rule_fails(&suite, &report, "in_order", Level::V2.rules());
+    no_rule_fails(&suite, &report, "right", Level::V2.rules());
     let transposed = "view(backing=[3, 4], first=[0, 0], step=[1, 1], perm=[1, 0])";
-    let failing: Vec<_> = report
-        .rows()
-        .iter()
-        .filter(|row| row.route.starts_with("sorted (") && row.verdict == Verdict::Fail)
-        .collect();
+    let failing = failing_rows(&report, "sorted");
     assert!(
         failing.iter().any(|row| row.layout == transposed),
         "{}",

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use tenferro_tensor::TypedTensorView;
 use tenferro_transfer_conformance::BoxError;
 use tenferro_transfer_conformance::adapter::*;
 use tenferro_transfer_conformance::harness::{Element, compact_strides};
@@ -22,6 +23,10 @@ pub struct LayoutCheck {
     /// Whether it sorts the strides before it compares them with compact
     /// ones (so a transpose looks compact).
     pub sorts_strides: bool,
+    /// How many axes of more than one element its own gather keeps (six
+    /// where the author's plan had six slots); past that, it leaves
+    /// gathering to the suite's `read_compact`, which keeps every axis.
+    pub plan_axes: usize,
 }
 
 impl LayoutCheck {
@@ -30,6 +35,7 @@ impl LayoutCheck {
         axes_checked: usize::MAX,
         zero_stride_is_still: false,
         sorts_strides: false,
+        plan_axes: usize::MAX,
     };
 }
 
@@ -41,6 +47,21 @@ pub struct CompactFastPath {
 }
 
 impl CompactFastPath {
+    /// A suite (V2, quick, seed 1) of two routes to a simulated device:
+    /// `right`, whose check is [`LayoutCheck::RIGHT`], and `broken`, whose
+    /// check is `check`.
+    pub fn suite(broken: &str, check: LayoutCheck) -> ProviderSuite {
+        ProviderSuite::new("fast-path", Level::V2)
+            .route(
+                "right",
+                Route::host_to_sim,
+                Self::factory(LayoutCheck::RIGHT),
+            )
+            .route(broken, Route::host_to_sim, Self::factory(check))
+            .profile(Profile::Quick)
+            .seed(1)
+    }
+
     /// A provider factory for [`ProviderSuite::route`] with this `check`.
     pub fn factory(
         check: LayoutCheck,
@@ -81,8 +102,45 @@ impl CompactFastPath {
                 let backing = view.host_storage()?;
                 Ok(backing.iter().skip(offset).take(count).copied().collect())
             }
+            _ if shape.iter().filter(|extent| **extent > 1).count() > self.check.plan_axes => {
+                self.gather_planned(&view)
+            }
             _ => Ok(read_compact::<T>(input)?),
         }
+    }
+}
+
+impl CompactFastPath {
+    /// The view's elements in column-major order, walked along only the
+    /// first [`LayoutCheck::plan_axes`] axes of more than one element:
+    /// every later axis stays at its first index.
+    fn gather_planned<T: Element>(
+        &self,
+        view: &TypedTensorView<'_, T>,
+    ) -> tenferro_runtime::Result<Vec<T>> {
+        let backing = view.host_storage()?;
+        let (shape, strides) = (view.shape(), view.strides());
+        let planned: Vec<usize> = (0..shape.len())
+            .filter(|axis| shape[*axis] > 1)
+            .take(self.check.plan_axes)
+            .collect();
+        let count = shape.iter().product::<usize>();
+        let mut index = vec![0_usize; shape.len()];
+        let mut values = Vec::with_capacity(count);
+        for _ in 0..count {
+            let position = planned.iter().fold(view.offset(), |position, &axis| {
+                position + strides[axis] * index[axis] as isize
+            });
+            values.push(backing[position as usize]);
+            for axis in 0..shape.len() {
+                index[axis] += 1;
+                if index[axis] < shape[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Ok(values)
     }
 }
 

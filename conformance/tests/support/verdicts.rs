@@ -2,6 +2,7 @@
 //! a failure prints, and a control route on which no rule fails.
 
 use tenferro_transfer_conformance::prelude::{ProviderSuite, Report, Rule, RuleVerdict};
+use tenferro_transfer_conformance::{CaseResult, Verdict};
 
 /// The recipe JSON of the first replay line in `text` (a rule's failure).
 pub fn replay_json(text: &str) -> &str {
@@ -26,4 +27,13 @@ pub fn no_rule_fails<'a>(
             "{route}, {rule}: {verdict:?}"
         );
     }
+}
+
+/// The rows of `route` in `report` that failed.
+pub fn failing_rows<'r>(report: &'r Report, route: &str) -> Vec<&'r CaseResult> {
+    report
+        .rows()
+        .iter()
+        .filter(|row| row.route.starts_with(&format!("{route} (")) && row.verdict == Verdict::Fail)
+        .collect()
 }

@@ -224,8 +224,11 @@ pub trait DeviceEndpoint: Any + fmt::Debug + Send + Sync {
     /// `ReadBack::NotReadable` with the reason where your device cannot
     /// read it (`placement` and `residency` judge where it is). A panic
     /// here while an input is read is taken as the adapter's: that input's
-    /// checks are skipped on the case, naming the panic (a panic reading
-    /// the provider's output counts against its storage, as a failed read).
+    /// checks are skipped on the case, naming the panic. A panic while the
+    /// provider's output is read as it returns counts against that
+    /// output's storage, as a failed read (`values`); one while the
+    /// runtime's outputs are read after the run is not told apart from the
+    /// run's own panics (`no-panic`).
     fn read_back(&self, tensor: &Tensor) -> Option<ReadBack> {
         let _ = tensor;
         None

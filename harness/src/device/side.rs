@@ -3,18 +3,19 @@
 
 use std::any::Any;
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use tenferro_runtime::{
     EngineId, EngineRegistration, ExecutionEngine, StorageClass, TransferEndpoint,
 };
-use tenferro_tensor::Tensor;
+use tenferro_tensor::{Tensor, TensorRead};
 
 use crate::device::absent::AbsentDevice;
 use crate::device::memory::{Activity, Stay};
 use crate::{
     AllocationLedger, Availability, CompletionState, DeviceDescription, DeviceEndpoint, EngineRole,
-    HarnessError, MemoryInUse, PlacementRule, StorageRule,
+    HarnessError, MemoryInUse, PlacementRule, ReadBack, StorageRule, panic_message,
 };
 
 /// One side of a route: any device, through its [`DeviceEndpoint`]
@@ -85,10 +86,35 @@ impl Endpoint {
     /// stall is an aid to the suite's checks, not a rule, and its panic
     /// must not be charged to the provider whose call it surrounds.
     pub fn stall_queues(&self, pause: std::time::Duration) -> bool {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.adapter.stall_queues(pause)
-        }))
-        .unwrap_or(false)
+        catch_unwind(AssertUnwindSafe(|| self.adapter.stall_queues(pause))).unwrap_or(false)
+    }
+
+    /// An input's whole backing storage as the adapter reads it through
+    /// the device ([`DeviceEndpoint::read_back`] for a tensor,
+    /// [`DeviceEndpoint::read_back_view`] for a view); `None` where it
+    /// leaves the reading to the harness. A read that panics is the
+    /// adapter's fault, not the provider's: the input is not readable on
+    /// this case, and its checks are skipped, naming the panic.
+    pub(crate) fn read_back_input(&self, input: &TensorRead<'_>) -> Option<ReadBack> {
+        let (method, read) = match input {
+            TensorRead::Tensor(tensor) => (
+                "read_back",
+                catch_unwind(AssertUnwindSafe(|| self.adapter.read_back(tensor))),
+            ),
+            TensorRead::View(view) => (
+                "read_back_view",
+                catch_unwind(AssertUnwindSafe(|| self.adapter.read_back_view(view))),
+            ),
+        };
+        read.unwrap_or_else(|payload| {
+            Some(ReadBack::NotReadable {
+                reason: format!(
+                    "the adapter of endpoint {} panicked in {method} reading the input: {}",
+                    self.name(),
+                    panic_message(payload.as_ref())
+                ),
+            })
+        })
     }
 
     /// The adapter.

@@ -181,7 +181,7 @@ pub(crate) fn carve<'a, T: Element>(
         sliced.transpose_view(&spec.permutation)?
     };
     let read = TensorRead::from_view(T::erase_view(permuted));
-    if spec.axes.iter().all(|axis| axis.step != 0) {
+    if !spec.broadcasts() {
         return Ok(read);
     }
     // Every axis keeps its place; the sliced ones of one element take

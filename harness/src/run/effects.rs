@@ -3,7 +3,6 @@
 //! caller still holds (`output-stable`). The rig reads both through the
 //! devices; the oracle compares.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use crate::values::compared::{Reference, ReferenceView, compare_with};
 use crate::{Case, Compared, Element, Layout, with_element};
 use tenferro_tensor::{HostAccessError, StorageBuffer, Tensor, TensorRead};
 
-use crate::{Endpoint, ReadBack, panic_message};
+use crate::{Endpoint, ReadBack};
 
 /// The input's whole backing storage, read at the three moments
 /// `input-intact` compares. The reads after the call are compared with
@@ -196,30 +195,10 @@ pub(crate) fn reread_backing(
 }
 
 /// `input`'s whole backing storage as `source`'s adapter reads it through
-/// the device (`read_back` for a tensor, `read_back_view` for a view);
-/// `None` where it leaves the reading to the harness. A read that panics
-/// is the adapter's fault, not the provider's: the backing is not readable
-/// on this case (its checks are skipped, naming the panic).
+/// the device ([`Endpoint::read_back_input`]); `None` where it leaves the
+/// reading to the harness.
 fn read_through(source: &Endpoint, input: &TensorRead<'_>) -> Option<ReadBack> {
-    let (method, read) = match input {
-        TensorRead::Tensor(tensor) => (
-            "read_back",
-            catch_unwind(AssertUnwindSafe(|| source.adapter().read_back(tensor))),
-        ),
-        TensorRead::View(view) => (
-            "read_back_view",
-            catch_unwind(AssertUnwindSafe(|| source.adapter().read_back_view(view))),
-        ),
-    };
-    read.unwrap_or_else(|payload| {
-        Some(ReadBack::NotReadable {
-            reason: format!(
-                "the adapter of endpoint {} panicked in {method} reading the input: {}",
-                source.name(),
-                panic_message(payload.as_ref())
-            ),
-        })
-    })
+    source.read_back_input(input)
 }
 
 /// `visit` called with the whole backing of `input` as `T`s, or why it

@@ -490,7 +490,7 @@ impl Filler for Complex<f64> {
 
 /// Whether `layout` is a view that repeats elements (a zero step).
 fn broadcasts(layout: &Layout) -> bool {
-    matches!(layout, Layout::View(spec) if spec.axes.iter().any(|axis| axis.step == 0))
+    matches!(layout, Layout::View(spec) if spec.broadcasts())
 }
 
 /// `values` where every element a broadcast view reads again from the same

@@ -78,6 +78,27 @@ impl ViewSpec {
         offset
     }
 
+    /// Whether the view repeats elements: an axis of step zero (a
+    /// broadcast).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tenferro_transfer_harness::{ViewAxis, ViewSpec};
+    ///
+    /// // Element 1 of three, read four times.
+    /// let spec = ViewSpec {
+    ///     backing_shape: vec![3],
+    ///     axes: vec![ViewAxis { first: 1, step: 0, len: 4 }],
+    ///     permutation: vec![],
+    /// };
+    /// assert!(spec.broadcasts());
+    /// assert_eq!(spec.positions(), [1, 1, 1, 1]);
+    /// ```
+    pub fn broadcasts(&self) -> bool {
+        self.axes.iter().any(|axis| axis.step == 0)
+    }
+
     /// Elements in the backing buffer.
     pub fn backing_len(&self) -> usize {
         self.backing_shape.iter().product()

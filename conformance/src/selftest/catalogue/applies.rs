@@ -65,7 +65,7 @@ pub(super) fn non_empty(case: &Case, _: &Route) -> bool {
 /// than the first's and the last's.
 pub(super) fn interior(case: &Case, _: &Route) -> bool {
     match case.layout() {
-        Layout::View(spec) if spec.axes.iter().any(|axis| axis.step == 0) => {
+        Layout::View(spec) if spec.broadcasts() => {
             let positions = spec.positions();
             let (Some(first), Some(last)) = (positions.first(), positions.last()) else {
                 return false;
