@@ -8,7 +8,9 @@
 //! seed missed while the suite read every run's outputs before the next).
 //! The held pass reads one large run's outputs only after the next run
 //! (`Watchdog::defer_output_reads`), and catches it; a provider that waits
-//! for the device's queued work before it reuses a block passes.
+//! for the device's queued work after it takes a block to reuse, before
+//! it writes it, passes (also under concurrent calls: waiting before it
+//! takes one let another thread's kernel be queued over it in between).
 
 use std::sync::Arc;
 
@@ -23,21 +25,6 @@ fn lazy_destination() -> Result<Route, tenferro_transfer_conformance::harness::H
     with_kernels(Route::host_to_sim(), Kernels::Lazy)
 }
 
-/// A caching allocator that lets the device finish its queued work (the
-/// kernels that may still read a block) before it hands a block out again.
-#[derive(Debug)]
-struct WaitsForQueuedWork {
-    device: SimDevice,
-    caching: CachingAllocator,
-}
-
-impl TransferProvider for WaitsForQueuedWork {
-    fn transfer_blocking(&self, request: TransferRequest<'_>) -> tenferro_runtime::Result<Tensor> {
-        self.device.release_all();
-        self.caching.transfer_blocking(request)
-    }
-}
-
 #[test]
 fn a_block_written_under_a_queued_kernel_is_caught_by_the_deferred_read() {
     let suite = ProviderSuite::new("lazy-kernels", Level::V2)
@@ -50,10 +37,7 @@ fn a_block_written_under_a_queued_kernel_is_caught_by_the_deferred_read() {
         .route("waits", lazy_destination, |route| {
             let device = route.destination().try_downcast::<SimDevice>()?.clone();
             let upload = Arc::new(SimUpload::new(device.clone()));
-            Ok(Arc::new(WaitsForQueuedWork {
-                device,
-                caching: CachingAllocator::new(upload, 4),
-            }) as _)
+            Ok(Arc::new(CachingAllocator::new(upload, 4).settling(device)) as _)
         })
         .profile(Profile::Quick)
         .seed(3);

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tenferro_runtime::{TransferProvider, TransferRequest};
 use tenferro_tensor::{AllocationDomainId, BackendStorage, StorageBuffer, Tensor, TypedTensor};
 
-use crate::{Element, SimStorage, StorageCompletion, with_element};
+use crate::{Element, SimDevice, SimStorage, StorageCompletion, with_element};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -35,7 +35,9 @@ type Key = (TypeId, usize, AllocationDomainId);
 /// runtime drops them (every [`Kernels`](crate::Kernels) but
 /// [`Kernels::Lazy`](crate::Kernels::Lazy)). Where a kernel queued over
 /// the dropped output reads it only when it runs, the write lands under
-/// it, and the suite's deferred read catches that (`output-stable`).
+/// it, and the suite's deferred read catches that (`output-stable`);
+/// [`CachingAllocator::settling`] lets the device finish that work first,
+/// after the block is taken, as a correct allocator on such a device does.
 ///
 /// # Examples
 ///
@@ -52,6 +54,7 @@ pub struct CachingAllocator {
     inner: Arc<dyn TransferProvider>,
     blocks: usize,
     cached: Mutex<HashMap<Key, Vec<Box<dyn Any + Send + Sync>>>>,
+    settles: Option<SimDevice>,
 }
 
 impl fmt::Debug for CachingAllocator {
@@ -71,6 +74,20 @@ impl CachingAllocator {
             inner,
             blocks: blocks.max(1),
             cached: Mutex::new(HashMap::new()),
+            settles: None,
+        }
+    }
+
+    /// The same, letting `device` finish every copy and kernel it has
+    /// queued (`SimDevice::release_all`) after it takes a block to reuse
+    /// and before it writes it: once a block is back in the cache, every
+    /// kernel that reads it was queued already, so none reads the new
+    /// values, whichever thread queued it.
+    #[must_use]
+    pub fn settling(self, device: SimDevice) -> Self {
+        Self {
+            settles: Some(device),
+            ..self
         }
     }
 
@@ -113,6 +130,9 @@ impl CachingAllocator {
             return Ok(output);
         };
         drop(cached);
+        if let Some(device) = &self.settles {
+            device.release_all();
+        }
         let values = fresh
             .map_read()
             .map_err(|error| tenferro_tensor::Error::host_access(OP, error))?
